@@ -1,0 +1,152 @@
+"""``python -m runtime plan``: the capacity plan of one model on one GPU, as a table, JSON or a chart.
+
+Exit status: 0 the settings fit, 1 they are valid but the KV cache cannot hold one max-model-len sequence,
+2 the input is unusable (unknown model or GPU, a parallel size vLLM would refuse), with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import get_args
+
+from pydantic import ValidationError
+
+from .engine import EngineSettings, KvCacheDtype
+from .errors import PlanningError
+from .gpus import GIB, GpuFacts, find_gpu
+from .models import ModelFacts, resolve_model
+from .parallelism import plan_layout
+from .planner import CapacityPlan, concurrency_table, decode_time_per_token_floor_seconds, plan_capacity
+from .startup import STORAGE_READ_GB_PER_SECOND, startup_budget
+
+CONTEXT_LENGTHS = [2048, 4096, 8192, 16384, 32768, 65536, 131072]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m runtime", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    plan = commands.add_parser("plan", help="KV-cache capacity plan for a model on a GPU")
+    plan.add_argument("--model", required=True, help="catalog id, Hugging Face id, or path to config.json")
+    plan.add_argument("--gpu", required=True, help="catalog id or nvidia.com/gpu.product label")
+    plan.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
+    plan.add_argument("--pp", type=int, default=1, help="pipeline-parallel size")
+    plan.add_argument("--kv-cache-dtype", default="auto", choices=get_args(KvCacheDtype))
+    plan.add_argument("--max-model-len", type=int, help="tokens per sequence (default: the model's maximum)")
+    plan.add_argument("--max-num-seqs", type=int, help="sequences per batch (default: vLLM's for the GPU)")
+    plan.add_argument("--gpu-memory-utilization", type=float, default=0.92)
+    plan.add_argument("--gpus-per-node", type=int, help="GPUs of one node (default: the largest known node)")
+    plan.add_argument("--storage", default="local-nvme", choices=sorted(STORAGE_READ_GB_PER_SECOND),
+                      help="where weights are read from, for the startup budget")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument("--plot", metavar="FILE.png", help="write a KV cache vs context length chart")
+    return parser
+
+
+def build_report(model: ModelFacts, gpu: GpuFacts, engine: EngineSettings, gpus_per_node: int,
+                 storage: str) -> dict[str, object]:
+    layout = plan_layout(model, engine.tensor_parallel_size, engine.pipeline_parallel_size, gpus_per_node,
+                         setting="--tp")
+    plan = plan_capacity(model, gpu, engine)
+    budget = startup_budget(model.checkpoint_bytes, storage, pods_per_replica=layout.size)  # type: ignore[arg-type]
+    report: dict[str, object] = plan.to_dict()
+    report.update({
+        "hf_id": model.hf_id,
+        "attention": model.attention,
+        "num_parameters": model.num_parameters,
+        "checkpoint_bytes": model.checkpoint_bytes,
+        "layout": layout.layout,
+        "gpus_per_pod": layout.gpus_per_pod,
+        "pods_per_replica": layout.size,
+        "startup_budget_seconds": budget.total_seconds,
+        "decode_time_per_token_floor_seconds": round(
+            decode_time_per_token_floor_seconds(model, gpu, engine, plan.max_model_len), 6),
+        "concurrency_by_context": dict(concurrency_table(plan, CONTEXT_LENGTHS)),
+    })
+    return report
+
+
+def _table(report: dict[str, object], model: ModelFacts, gpu: GpuFacts) -> str:
+    def gib(key: str) -> str:
+        return f"{int(report[key]) / GIB:,.2f} GiB"  # type: ignore[call-overload]
+
+    lines = [
+        f"{model.name} ({model.hf_id or 'local config'}) on {report['gpus_per_replica']} x {gpu.id} "
+        f"({gpu.product_label}, {gpu.memory_gib:.2f} GiB)",
+        f"  layout                     {report['layout']}: {report['pods_per_replica']} pod(s) x "
+        f"{report['gpus_per_pod']} GPU(s), TP={report['tensor_parallel_size']} PP={report['pipeline_parallel_size']}",
+        f"  attention                  {model.attention}, {model.num_hidden_layers} layers, "
+        f"{model.num_key_value_heads} KV heads x {model.kv_head_size}",
+        f"  KV bytes per token per GPU {int(report['kv_bytes_per_token_per_gpu']):,} "  # type: ignore[call-overload]
+        f"({report['kv_cache_dtype']}, {report['kv_dtype_bytes']} B)",
+        f"  usable memory per GPU      {report['gpu_memory_utilization']} x {gpu.memory_gib:.2f} GiB",
+        f"  weights per GPU            {gib('weights_bytes_per_gpu')}",
+        f"  overhead per GPU           {gib('activation_peak_bytes')} activations + {gib('non_torch_bytes')} "
+        f"non-torch + {gib('cuda_graph_bytes')} CUDA graphs",
+        f"  KV cache per GPU           {gib('kv_cache_bytes_per_gpu')}",
+        f"  KV cache tokens (replica)  {int(report['kv_cache_tokens']):,}",  # type: ignore[call-overload]
+        f"  max concurrency            {report['max_concurrency']}x at max_model_len "
+        f"{int(report['max_model_len']):,}",  # type: ignore[call-overload]
+        f"  startup budget             {report['startup_budget_seconds']} s",
+        f"  decode floor (batch 1)     {float(report['decode_time_per_token_floor_seconds']) * 1000:.1f} ms/token",  # type: ignore[arg-type]
+        f"  verdict                    {'fits' if report['fits'] else 'DOES NOT FIT'}",
+    ]
+    lines += [f"    - {reason}" for reason in report["reasons"]]  # type: ignore[attr-defined]
+    lines += [f"  warning: {warning}" for warning in report["warnings"]]  # type: ignore[attr-defined]
+    lines += ["", "  context tokens   concurrent sequences"]
+    for length, count in report["concurrency_by_context"].items():  # type: ignore[attr-defined]
+        lines.append(f"  {length:>14,}   {count:>20,}")
+    return "\n".join(lines)
+
+
+def _plot(path: str, model: ModelFacts, gpu: GpuFacts, plan: CapacityPlan) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise PlanningError("--plot", path, "matplotlib is not installed", "pip install 'vllm-pulumi[plot]'") from exc
+    lengths = [1024 * 2**i for i in range(8)]
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for sequences in (1, 4, 16):
+        gib = [plan.kv_bytes_per_token_per_gpu * n * sequences / GIB for n in lengths]
+        axes.plot([n / 1024 for n in lengths], gib, marker="o", label=f"{sequences} sequence(s)")
+    axes.axhline(plan.kv_cache_bytes_per_gpu / GIB, color="red", linestyle="--",
+                 label=f"KV memory available per GPU ({plan.kv_cache_bytes_per_gpu / GIB:.1f} GiB)")
+    axes.set_xscale("log", base=2)
+    axes.set_xlabel("context length (K tokens)")
+    axes.set_ylabel("KV cache per GPU (GiB)")
+    axes.set_title(f"{model.name} on {gpu.id}: TP={plan.tensor_parallel_size}, KV {plan.kv_cache_dtype}")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        model = resolve_model(args.model)
+        gpu = find_gpu(args.gpu)
+        engine = EngineSettings(
+            tensor_parallel_size=args.tp, pipeline_parallel_size=args.pp, kv_cache_dtype=args.kv_cache_dtype,
+            max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
+            gpu_memory_utilization=args.gpu_memory_utilization,
+        )
+        report = build_report(model, gpu, engine, args.gpus_per_node or gpu.max_gpus_per_node, args.storage)
+        if args.plot:
+            _plot(args.plot, model, gpu, plan_capacity(model, gpu, engine))
+    except PlanningError as error:
+        print(f"error: {error.message}", file=sys.stderr)
+        return 2
+    except ValidationError as error:
+        first = error.errors()[0]
+        print(f"error: --{'-'.join(map(str, first['loc'])).replace('_', '-')}={first.get('input')!r}: "
+              f"{first['msg']}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2) if args.json else _table(report, model, gpu))
+    return 0 if report["fits"] else 1
