@@ -117,6 +117,7 @@ def _plot(path: str, model: ModelFacts, gpu: GpuFacts, plan: CapacityPlan) -> No
     axes.axhline(plan.kv_cache_bytes_per_gpu / GIB, color="red", linestyle="--",
                  label=f"KV memory available per GPU ({plan.kv_cache_bytes_per_gpu / GIB:.1f} GiB)")
     axes.set_xscale("log", base=2)
+    axes.set_yscale("log", base=2)
     axes.set_xlabel("context length (K tokens)")
     axes.set_ylabel("KV cache per GPU (GiB)")
     axes.set_title(f"{model.name} on {gpu.id}: TP={plan.tensor_parallel_size}, KV {plan.kv_cache_dtype}")

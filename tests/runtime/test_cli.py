@@ -1,0 +1,77 @@
+"""`python -m runtime plan`: exit codes, JSON fields, table, chart."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_pulumi.runtime.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+REQUIRED_JSON_KEYS = {"kv_bytes_per_token_per_gpu", "weights_bytes_per_gpu", "kv_cache_bytes_per_gpu",
+                      "kv_cache_tokens", "max_concurrency", "fits", "reasons"}
+
+
+def test_json_plan_has_the_documented_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--kv-cache-dtype", "fp8",
+                 "--max-model-len", "32768", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert REQUIRED_JSON_KEYS <= set(report)
+    assert report["fits"] is True and report["reasons"] == []
+    assert report["kv_bytes_per_token_per_gpu"] == 65_536
+
+
+def test_table_shows_the_seed_style_concurrency_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--model", "qwen3-8b", "--gpu", "NVIDIA-GeForce-RTX-4090", "--max-model-len", "32768"]) == 0
+    out = capsys.readouterr().out
+    assert "context tokens   concurrent sequences" in out and "verdict                    fits" in out
+
+
+def test_settings_that_do_not_fit_exit_1_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--model", "llama-3-70b", "--gpu", "h100", "--max-model-len", "8192", "--json"]) == 1
+    assert "no memory left for the KV cache" in json.loads(capsys.readouterr().out)["reasons"][0]
+
+
+@pytest.mark.parametrize(
+    ("case", "argv", "stderr"),
+    [
+        ("seed scenario b", ["--model", "llama-3-70b", "--gpu", "h100", "--tp", "5"],
+         "error: --tp=5: total number of attention heads (64) must be divisible by tensor parallel size (5)"),
+        ("unknown model", ["--model", "lama-3-8b", "--gpu", "h100"], "closest known: llama-3-8b"),
+        ("unknown gpu", ["--model", "llama-3-8b", "--gpu", "H1OO"], "unknown gpu"),
+        ("out of range utilisation", ["--model", "llama-3-8b", "--gpu", "h100", "--gpu-memory-utilization", "1.5"],
+         "--gpu-memory-utilization=1.5"),
+    ],
+)
+def test_impossible_settings_exit_2_with_one_line(case: str, argv: list[str], stderr: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", *argv]) == 2
+    err = capsys.readouterr().err
+    assert stderr in err and err.count("\n") == 1
+
+
+def test_config_json_path_plans_an_unknown_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 4,
+              "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": 1024,
+              "vocab_size": 1000, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert main(["plan", "--model", str(tmp_path), "--gpu", "l4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kv_bytes_per_token_per_gpu"] == 2 * 4 * 2 * 64 * 2
+
+
+def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    chart = tmp_path / "kv.png"
+    assert main(["plan", "--model", "llama-3-8b", "--gpu", "rtx-4090", "--plot", str(chart)]) == 0
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_python_dash_m_runtime_runs_from_the_repo_root() -> None:
+    result = subprocess.run([sys.executable, "-m", "runtime", "plan", "--model", "llama-3-8b", "--gpu", "h100",
+                             "--json"], cwd=REPO, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["model"] == "llama-3-8b"
