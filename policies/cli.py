@@ -1,0 +1,80 @@
+"""The offline checker: ``python -m policies.check PATH... [--format text|json] [--config FILE]``.
+
+Exit status: 0 when no mandatory rule fires, 1 when one does, 2 when the input or the config cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from .engine import Config, ConfigError, Finding, evaluate
+from .loader import InputError, load_paths
+
+EXIT_OK, EXIT_MANDATORY, EXIT_INPUT = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m policies.check",
+        description="Check Kubernetes manifests (files or directories of YAML) against the vllm-pulumi policies.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="YAML file or directory (walked recursively)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="YAML: {rules: {<rule>: {enforcement: mandatory|advisory|disabled, <setting>: value}}}")
+    return parser
+
+
+def load_config(path: str | None) -> Config:
+    if path is None:
+        return Config()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    try:
+        raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{line}: invalid YAML: {error.problem}") from None
+    try:
+        return Config.from_mapping(raw)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
+
+
+def format_text(findings: Sequence[Finding]) -> str:
+    lines = []
+    for f in findings:
+        r = f.resource
+        where = f"{r['namespace']}/{r['name']}" if r["namespace"] else r["name"]
+        prefix = f"{f.file}: " if f.file else ""
+        lines.append(f"{prefix}{f.enforcement.upper()} [{f.severity}] {f.policy}: {r['kind']} {where}: {f.message}")
+        lines.append(f"    fix: {f.fix}")
+    mandatory = sum(f.enforcement == "mandatory" for f in findings)
+    lines.append(f"{len(findings)} finding(s), {mandatory} mandatory")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+        resources = load_paths(args.paths)
+    except (InputError, ConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    findings = evaluate(resources, config)
+    if args.format == "json":
+        json.dump([f.to_dict() for f in findings], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(format_text(findings))
+    return EXIT_MANDATORY if any(f.enforcement == "mandatory" for f in findings) else EXIT_OK

@@ -1,0 +1,77 @@
+"""Generate docs/policies.md from the rule registry: ``python -m policies.docs [OUTPUT]`` (default docs/policies.md).
+
+A test fails when the checked-in file differs from what this writes, so the registry stays the one source.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .pack import CANNOT_CHECK_POLICY
+from .registry import Rule, all_rules
+
+DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "policies.md"
+
+
+def _rule_section(rule: Rule) -> list[str]:
+    lines = [
+        f"### `{rule.name}`", "",
+        f"**{rule.enforcement}**, severity {rule.severity}; "
+        f"{'stack rule over all objects' if rule.scope == 'stack' else 'checked per object'}: "
+        f"{', '.join(rule.kinds)}.", "",
+        rule.description, "",
+        f"*Why:* {rule.why}", "",
+        f"*Fix:* {rule.fix}", "",
+    ]
+    if rule.settings:
+        lines += ["| setting | default | meaning |", "|---|---|---|"]
+        lines += [f"| `{key}` | `{s.default}` | {s.description} |" for key, s in rule.settings.items()]
+        lines.append("")
+    return lines
+
+
+def render() -> str:
+    rules = all_rules()
+    lines = [
+        "# Policies", "",
+        "<!-- Generated from policies/registry.py by `python -m policies.docs`; do not edit by hand. -->", "",
+        "The same rules run in two shells: the Pulumi CrossGuard pack (`pulumi preview --policy-pack policies`) and "
+        "the offline checker over rendered YAML (`python -m policies.check PATH... [--format text|json] "
+        "[--config FILE]`; exit 0 without mandatory findings, 1 with, 2 on unreadable input).", "",
+        "- **Enforcement** is overridable per rule: in the pack's config (`enforcementLevel`) or in the offline "
+        "`--config` file, which also takes each rule's settings:", "",
+        "  ```yaml", "  rules:", "    grace-covers-drain: {enforcement: advisory, margin_seconds: 20}",
+        "    metrics-scraped: mandatory", "  ```", "",
+        "- **Exemptions** are written on the object, where they are reviewed: the annotation "
+        "`vllm-pulumi.dev/policy-exempt: rule-a,rule-b` (on the object or its pod template).",
+        "- **Cannot check**: a rule that needs the model or the GPU and cannot resolve them reports an advisory "
+        "\"cannot check\" finding instead of passing (in the pack, under the advisory policy "
+        f"`{CANNOT_CHECK_POLICY}`). The model comes from the `vllm-pulumi.dev/model` / `model-config` annotations, "
+        "`--model` or the positional model (catalog ids and their Hugging Face ids, also as the last parts of a "
+        "path); the GPU from the `vllm-pulumi.dev/gpu` annotation or the `nvidia.com/gpu.product` node selector "
+        "or affinity.", "",
+        "| rule | enforcement | severity | group |", "|---|---|---|---|",
+    ]
+    lines += [f"| [`{r.name}`](#{r.name}) | {r.enforcement} | {r.severity} | {r.group} |" for r in rules.values()]
+    lines.append("")
+    groups: dict[str, list[Rule]] = {}
+    for r in rules.values():
+        groups.setdefault(r.group, []).append(r)
+    for group, members in groups.items():
+        lines += [f"## {group}", ""]
+        for r in members:
+            lines += _rule_section(r)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> int:
+    output = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_OUTPUT
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render(), encoding="utf-8")
+    print(f"wrote {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Run the registered rules over a set of manifests, with a configuration and exemptions: the core both shells use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .registry import ENFORCEMENTS, Enforcement, Rule, Severity, Violation, all_rules
+from .workload import Resource
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", list: "a list"}
+
+
+class ConfigError(ValueError):
+    """A configuration that names an unknown rule, setting or enforcement level."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    policy: str
+    enforcement: Enforcement
+    severity: Severity
+    resource: dict[str, str]
+    message: str
+    fix: str
+    file: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "policy": self.policy, "enforcement": self.enforcement, "severity": self.severity,
+            "resource": self.resource, "message": self.message, "fix": self.fix,
+        }
+        if self.file:
+            data["file"] = self.file
+        return data
+
+
+@dataclass(frozen=True)
+class Config:
+    """Per-rule enforcement overrides and settings (offline --config file, or CrossGuard pack config)."""
+
+    enforcement: Mapping[str, Enforcement] = field(default_factory=dict)
+    settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def from_mapping(cls, raw: object) -> Config:
+        """``{rules: {<rule>: {enforcement: advisory, <setting>: value}}}``; the top-level ``rules:`` key is optional
+        and ``enforcementLevel`` (CrossGuard's spelling) is accepted too, so one file serves both shells."""
+        if raw is None:
+            return cls()
+        if not isinstance(raw, dict):
+            raise ConfigError("the config must be a mapping of rule names to settings")
+        rules_raw = raw["rules"] if "rules" in raw else raw
+        if not isinstance(rules_raw, dict):
+            raise ConfigError("`rules` must be a mapping of rule names to settings")
+        known = all_rules()
+        enforcement: dict[str, Enforcement] = {}
+        settings: dict[str, dict[str, Any]] = {}
+        for name, body in rules_raw.items():
+            if name not in known:
+                raise ConfigError(f"unknown rule {name!r} in the config; known rules: {', '.join(sorted(known))}")
+            if isinstance(body, str):
+                body = {"enforcement": body}
+            if not isinstance(body, dict):
+                raise ConfigError(f"rule {name}: expected a mapping like {{enforcement: advisory}}")
+            for key, value in body.items():
+                if key in ("enforcement", "enforcementLevel"):
+                    if value not in ENFORCEMENTS:
+                        raise ConfigError(f"rule {name}: enforcement {value!r} is not one of {', '.join(ENFORCEMENTS)}")
+                    enforcement[name] = value
+                elif key in known[name].settings:
+                    expected = type(known[name].settings[key].default)
+                    if expected is float and isinstance(value, int):
+                        value = float(value)
+                    if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
+                        raise ConfigError(f"rule {name}: setting {key} must be {_TYPE_NAMES.get(expected, 'a string')}, "
+                                          f"got {value!r}")
+                    settings.setdefault(name, {})[key] = value
+                else:
+                    valid = ", ".join(["enforcement", *known[name].settings])
+                    raise ConfigError(f"rule {name}: unknown setting {key!r} (valid: {valid})")
+        return cls(enforcement, settings)
+
+    def level(self, rule: Rule) -> Enforcement:
+        return self.enforcement.get(rule.name, rule.enforcement)
+
+    def settings_for(self, rule: Rule) -> dict[str, Any]:
+        return {**rule.defaults(), **self.settings.get(rule.name, {})}
+
+
+def finding(rule: Rule, level: Enforcement, violation: Violation, resource: Resource) -> Finding:
+    return Finding(
+        policy=rule.name,
+        enforcement="advisory" if violation.cannot_check else level,
+        severity="low" if violation.cannot_check else rule.severity,
+        resource=resource.identity(),
+        message=violation.message,
+        fix=violation.fix,
+        file=resource.source,
+    )
+
+
+def check_resource(rule: Rule, resource: Resource, settings: Mapping[str, Any]) -> list[Violation]:
+    """One resource rule on one object, exemptions applied."""
+    if rule.name in resource.exemptions or resource.kind not in rule.kinds:
+        return []
+    return list(rule.check(resource, settings))
+
+
+def check_stack(rule: Rule, resources: Sequence[Resource], settings: Mapping[str, Any]) -> list[Violation]:
+    """One stack rule over all objects; violations on an exempted object are dropped."""
+    violations = []
+    for violation in rule.check(resources, settings):
+        at = violation.resource
+        if at is not None and rule.name in at.exemptions:
+            continue
+        violations.append(violation)
+    return violations
+
+
+def evaluate(
+    resources: Sequence[Resource], config: Config | None = None, only: Iterable[str] | None = None,
+) -> list[Finding]:
+    """Every finding of every enabled rule (or of ``only``) over ``resources``."""
+    config = config or Config()
+    rules = all_rules()
+    selected = [rules[name] for name in only] if only is not None else list(rules.values())
+    findings: list[Finding] = []
+    for rule in selected:
+        level = config.level(rule)
+        if level == "disabled":
+            continue
+        settings = config.settings_for(rule)
+        if rule.scope == "stack":
+            for violation in check_stack(rule, resources, settings):
+                findings.append(finding(rule, level, violation, violation.resource or resources[0]))
+            continue
+        kinds = rule.kinds
+        for resource in resources:
+            if resource.kind in kinds:
+                for violation in check_resource(rule, resource, settings):
+                    findings.append(finding(rule, level, violation, resource))
+    return findings
+
+
+def evaluate_objects(objects: Sequence[dict[str, Any]], config: Config | None = None,
+                     only: Iterable[str] | None = None) -> list[Finding]:
+    """``evaluate`` over plain manifest dicts (the camelCase dicts the builders produce)."""
+    return evaluate([Resource(obj) for obj in objects], config, only)

@@ -1,0 +1,128 @@
+"""Numbers rules derive from a server's facts with the runtime layer: the startup budget and the KV-cache plan.
+
+Kept apart from the rules so each is computed once per distinct setting (1,000 copies of one manifest plan once).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, get_args
+
+from pydantic import ValidationError
+
+from vllm_pulumi.runtime import annotations as ann
+from vllm_pulumi.runtime.engine import EngineSettings, KvCacheDtype
+from vllm_pulumi.runtime.errors import PlanningError
+from vllm_pulumi.runtime.gpus import find_gpu
+from vllm_pulumi.runtime.models import ModelFacts
+from vllm_pulumi.runtime.planner import CapacityPlan, plan_capacity
+from vllm_pulumi.runtime.startup import STORAGE_READ_GB_PER_SECOND, startup_budget
+
+from .workload import Resource, Server, as_float, as_int
+
+_KV_DTYPES = frozenset(get_args(KvCacheDtype))
+
+
+def parse_tokens(text: str | None) -> int | None:
+    """vLLM's human-readable token counts: ``32768``, ``32k`` (x1000), ``32K`` (x1024), ``1m`` / ``1M``."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*", text)
+    if not match:
+        return None
+    number, unit = float(match.group(1)), match.group(2)
+    scale = {"": 1, "k": 1000, "K": 1024, "m": 1000**2, "M": 1024**2, "g": 1000**3, "G": 1024**3}[unit]
+    return int(number * scale)
+
+
+@dataclass(frozen=True)
+class Budget:
+    seconds: int | None
+    basis: str
+    """How the budget was obtained (or why it could not be)."""
+
+
+def storage_kind(server: Server, default: str) -> str:
+    declared = server.annotations.get(ann.STORAGE_KIND)
+    if declared:
+        return declared
+    ref = server.command.model_ref or ""
+    if ref.startswith("s3://") or (server.command.value("load-format") or "").startswith("runai_streamer"):
+        return "s3-runai-streamer"
+    if ref.startswith("/"):
+        return default
+    return "hf-download"
+
+
+def startup_budget_for(resource: Resource, server: Server, settings: Mapping[str, Any]) -> Budget:
+    declared = as_int(server.annotations.get(ann.STARTUP_BUDGET_SECONDS))
+    if declared is not None:
+        return Budget(declared, f"the {ann.STARTUP_BUDGET_SECONDS} annotation")
+    if server.model is None:
+        return Budget(None, server.model_problem)
+    kind = storage_kind(server, str(settings.get("default_storage_kind", "local-nvme")))
+    if kind not in STORAGE_READ_GB_PER_SECOND:
+        return Budget(None, f"storage kind {kind!r} is unknown (known: {', '.join(sorted(STORAGE_READ_GB_PER_SECOND))})")
+    pods = resource.lws_size or 1 if resource.is_lws else 1
+    budget = startup_budget(server.model.checkpoint_bytes, kind, pods_per_replica=pods)  # type: ignore[arg-type]
+    return Budget(
+        budget.total_seconds,
+        f"{budget.weight_bytes_read_per_pod / 1e9:.1f} GB of {server.model.name} weights per pod from {kind} at "
+        f"{budget.read_gb_per_second} GB/s + {budget.engine_init_seconds} s engine init, x{budget.safety_factor}",
+    )
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    plan: CapacityPlan | None
+    problem: str
+    """Why there is no plan; empty when there is one."""
+    refused: bool = False
+    """The planner refused the settings outright (an invalid TP size): another rule reports that."""
+
+
+@lru_cache(maxsize=512)
+def _plan(model: ModelFacts, gpu_id: str, key: tuple[Any, ...]) -> PlanResult:
+    gpu = find_gpu(gpu_id)
+    tp, pp, max_len, seqs, batched, utilization, kv_dtype = key
+    try:
+        engine = EngineSettings(
+            tensor_parallel_size=tp, pipeline_parallel_size=pp, max_model_len=max_len, max_num_seqs=seqs,
+            max_num_batched_tokens=batched, gpu_memory_utilization=utilization, kv_cache_dtype=kv_dtype,
+        )
+    except ValidationError as error:
+        return PlanResult(None, "engine settings out of range: " + "; ".join(e["msg"] for e in error.errors()))
+    try:
+        return PlanResult(plan_capacity(model, gpu, engine), "")
+    except PlanningError as error:
+        return PlanResult(None, error.reason, refused=True)
+
+
+def capacity_plan(server: Server) -> PlanResult:
+    if server.model is None:
+        return PlanResult(None, server.model_problem)
+    if server.gpu is None:
+        return PlanResult(None, server.gpu_problem)
+    command = server.command
+    if command.has("kv-cache-memory-bytes"):
+        return PlanResult(None, "--kv-cache-memory-bytes sets the KV cache directly; the planner models utilization")
+    tp, pp = server.tensor_parallel_size, server.pipeline_parallel_size
+    if tp is None or pp is None:
+        return PlanResult(None, "--tensor-parallel-size / --pipeline-parallel-size are not literal integers")
+    values: dict[str, int | None] = {}
+    for flag in ("max-model-len", "max-num-seqs", "max-num-batched-tokens"):
+        values[flag] = parse_tokens(command.value(flag)) if command.has(flag) else None
+        if command.has(flag) and values[flag] is None:
+            return PlanResult(None, f"--{flag} {command.value(flag)!r} is not a number")
+    utilization = as_float(command.value("gpu-memory-utilization")) if command.has("gpu-memory-utilization") else 0.92
+    if utilization is None:
+        return PlanResult(None, "--gpu-memory-utilization is not a number")
+    kv_dtype = command.value("kv-cache-dtype") or "auto"
+    if kv_dtype not in _KV_DTYPES:
+        return PlanResult(None, f"--kv-cache-dtype {kv_dtype!r} is not one the planner knows")
+    key = (tp, pp, values["max-model-len"], values["max-num-seqs"], values["max-num-batched-tokens"], utilization,
+           kv_dtype)
+    return _plan(server.model, server.gpu.id, key)

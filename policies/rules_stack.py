@@ -1,0 +1,228 @@
+"""Rules over all objects of a stack (or of the offline checker's input): autoscalers against their targets,
+Services and monitors against the pods they select."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from vllm_pulumi.runtime.derive import MIN_COOLDOWN_SECONDS
+
+from .registry import Setting, Violation, rule
+from .rules_workload import server_has_api_key
+from .workload import PodTemplate, Resource, as_int, mapping, sequence, strings
+
+_RESOURCE_METRICS = frozenset({"cpu", "memory"})
+_EXPOSED_TYPES = frozenset({"LoadBalancer", "NodePort"})
+
+
+def match_selector(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A metav1.LabelSelector (matchLabels + matchExpressions) against labels; empty selects everything."""
+    for key, value in mapping(selector.get("matchLabels")).items():
+        if labels.get(str(key)) != str(value):
+            return False
+    for expression in sequence(selector.get("matchExpressions")):
+        expression = mapping(expression)
+        key, operator, values = str(expression.get("key")), expression.get("operator"), strings(expression.get("values"))
+        present = key in labels
+        if operator == "In" and (not present or labels[key] not in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def service_selects(service: Resource, labels: Mapping[str, str]) -> bool:
+    selector = {str(k): str(v) for k, v in mapping(service.spec.get("selector")).items()}
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def _in_namespaces(monitor: Resource, namespace: str) -> bool:
+    selector = mapping(monitor.spec.get("namespaceSelector"))
+    if selector.get("any") is True:
+        return True
+    names = strings(selector.get("matchNames"))
+    return namespace in names if names else namespace == monitor.namespace
+
+
+def _target(autoscaler: Resource, by_key: Mapping[tuple[str, str, str], Resource]) -> Resource | None:
+    ref = mapping(autoscaler.spec.get("scaleTargetRef"))
+    kind = str(ref.get("kind") or "Deployment")
+    return by_key.get((autoscaler.namespace, kind, str(ref.get("name", ""))))
+
+
+def _index(resources: Sequence[Resource]) -> dict[tuple[str, str, str], Resource]:
+    return {(r.namespace, r.kind, r.name): r for r in resources}
+
+
+def _serving_templates(workload: Resource) -> list[PodTemplate]:
+    return list({id(s.template): s.template for s in workload.servers}.values())
+
+
+def _autoscalers(resources: Sequence[Resource]) -> Iterator[tuple[Resource, Resource]]:
+    by_key = _index(resources)
+    for resource in resources:
+        if resource.kind in ("ScaledObject", "HorizontalPodAutoscaler"):
+            target = _target(resource, by_key)
+            if target is not None and target.is_vllm:
+                yield resource, target
+
+
+@rule(
+    "no-cpu-autoscaling", group="Autoscaling", enforcement="mandatory", severity="high", scope="stack",
+    kinds=("HorizontalPodAutoscaler", "ScaledObject"),
+    description="No HorizontalPodAutoscaler metric or KEDA trigger on cpu or memory targets a vLLM workload.",
+    why="The GPU does the work: a vLLM pod's CPU sits at 5-10% at full load and its memory is fixed at start, so "
+        "CPU/memory autoscaling either never scales or scales on noise. Queue depth is the signal.",
+    fix="Scale with KEDA on vllm:num_requests_waiting (a prometheus trigger), optionally vllm:kv_cache_usage_perc.",
+)
+def no_cpu_autoscaling(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    for autoscaler, target in _autoscalers(resources):
+        if autoscaler.kind == "ScaledObject":
+            for i, trigger in enumerate(sequence(autoscaler.spec.get("triggers"))):
+                kind = mapping(trigger).get("type")
+                if kind in _RESOURCE_METRICS:
+                    yield Violation(f"spec.triggers[{i}] scales {target.describe()} on {kind}",
+                                    "replace it with a prometheus trigger on vllm:num_requests_waiting",
+                                    resource=autoscaler)
+            continue
+        if autoscaler.spec.get("targetCPUUtilizationPercentage") is not None:
+            yield Violation(f"autoscaling/v1 targetCPUUtilizationPercentage scales {target.describe()} on cpu",
+                            "use KEDA on vllm:num_requests_waiting instead", resource=autoscaler)
+        for i, metric in enumerate(sequence(autoscaler.spec.get("metrics"))):
+            metric = mapping(metric)
+            source = mapping(metric.get("resource") or metric.get("containerResource"))
+            if metric.get("type") in ("Resource", "ContainerResource") and source.get("name") in _RESOURCE_METRICS:
+                yield Violation(f"spec.metrics[{i}] scales {target.describe()} on {source.get('name')}",
+                                "use KEDA on vllm:num_requests_waiting instead", resource=autoscaler)
+
+
+@rule(
+    "autoscaler-cooldown", group="Autoscaling", enforcement="mandatory", severity="medium", scope="stack",
+    kinds=("ScaledObject", "HorizontalPodAutoscaler"),
+    description="An autoscaler of a vLLM workload waits at least max(120 s, the target's "
+                "terminationGracePeriodSeconds) before scaling down: KEDA cooldownPeriod (default 300) and the HPA "
+                "scale-down stabilization window (default 300).",
+    why="Removing replicas faster than a drain takes cuts long generations, and flapping costs a model load (minutes) "
+        "for every replica re-added.",
+    fix="Raise cooldownPeriod / behavior.scaleDown.stabilizationWindowSeconds to the number in the message.",
+    settings={"min_cooldown_seconds": Setting(MIN_COOLDOWN_SECONDS, "Floor for the scale-down delay.")},
+)
+def autoscaler_cooldown(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    floor = int(settings.get("min_cooldown_seconds", MIN_COOLDOWN_SECONDS))
+    for autoscaler, target in _autoscalers(resources):
+        grace = max((t.grace_seconds for t in _serving_templates(target)), default=30)
+        needed = max(floor, grace)
+        checks: list[tuple[str, object]] = []
+        if autoscaler.kind == "ScaledObject":
+            checks.append(("spec.cooldownPeriod", autoscaler.spec.get("cooldownPeriod", 300)))
+            behavior = mapping(mapping(mapping(autoscaler.spec.get("advanced")).get("horizontalPodAutoscalerConfig"))
+                               .get("behavior"))
+            path = "spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds"
+        else:
+            behavior = mapping(autoscaler.spec.get("behavior"))
+            path = "spec.behavior.scaleDown.stabilizationWindowSeconds"
+        checks.append((path, mapping(behavior.get("scaleDown")).get("stabilizationWindowSeconds", 300)))
+        for where, raw in checks:
+            value = as_int(raw)
+            if value is not None and value < needed:
+                yield Violation(
+                    f"{where} {value} s is shorter than max({floor} s, {target.describe()}'s grace period {grace} s) "
+                    f"= {needed} s", f"set {where}: {needed}", resource=autoscaler,
+                )
+
+
+@rule(
+    "metrics-scraped", group="Observability", enforcement="advisory", severity="medium", scope="stack",
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "ServiceMonitor", "PodMonitor", "Service"),
+    description="vLLM pods are scraped: prometheus.io/scrape annotations on the pod template, or a PodMonitor, or a "
+                "ServiceMonitor selecting a Service that selects the pods, in the same input.",
+    why="Queue depth, KV-cache use and TTFT exist only in vLLM's /metrics; without scraping, KEDA scales on nothing "
+        "and no alert can fire.",
+    fix="Add a ServiceMonitor (or PodMonitor) whose selector matches the vLLM Service (or pods).",
+)
+def metrics_scraped(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    pod_monitors = [r for r in resources if r.kind == "PodMonitor"]
+    service_monitors = [r for r in resources if r.kind == "ServiceMonitor"]
+    services = [r for r in resources if r.kind == "Service"]
+    for workload in resources:
+        if not workload.servers:
+            continue
+        for template in _serving_templates(workload):
+            if template.annotations.get("prometheus.io/scrape") == "true":
+                continue
+            labels = workload.pod_labels(template)
+            ns = workload.namespace
+            if any(_in_namespaces(m, ns) and match_selector(mapping(m.spec.get("selector")), labels)
+                   for m in pod_monitors):
+                continue
+            selecting = [s for s in services if s.namespace == ns and service_selects(s, labels)]
+            if any(_in_namespaces(m, ns) and match_selector(mapping(m.spec.get("selector")), s.labels)
+                   for m in service_monitors for s in selecting):
+                continue
+            services_text = ", ".join(s.name for s in selecting) or "none"
+            yield Violation(
+                f"{workload.describe()} ({template.path}): no prometheus.io/scrape annotation and no PodMonitor, or "
+                f"ServiceMonitor over a Service selecting its pods (Services selecting them: {services_text})",
+                "add a ServiceMonitor whose selector matches the vLLM Service's labels", resource=workload,
+            )
+
+
+def _exposures(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
+    """(Service, how it is exposed) for Services reachable from outside the cluster."""
+    services = {(r.namespace, r.name): r for r in resources if r.kind == "Service"}
+    for service in services.values():
+        kind = service.spec.get("type")
+        if kind in _EXPOSED_TYPES:
+            yield service, f"type {kind}"
+    for resource in resources:
+        names: list[str] = []
+        if resource.kind == "Ingress":
+            backend = mapping(mapping(resource.spec.get("defaultBackend")).get("service")).get("name")
+            names += [str(backend)] if backend else []
+            for rule_ in sequence(resource.spec.get("rules")):
+                for path in sequence(mapping(mapping(rule_).get("http")).get("paths")):
+                    name = mapping(mapping(mapping(path).get("backend")).get("service")).get("name")
+                    names += [str(name)] if name else []
+        elif resource.kind in ("HTTPRoute", "GRPCRoute"):
+            for rule_ in sequence(resource.spec.get("rules")):
+                for ref in sequence(mapping(rule_).get("backendRefs")):
+                    ref = mapping(ref)
+                    if ref.get("kind", "Service") == "Service" and ref.get("name"):
+                        names.append(str(ref["name"]))
+        for name in dict.fromkeys(names):
+            backend = services.get((resource.namespace, name))
+            if backend is not None:
+                yield backend, f"{resource.kind} {resource.name}"
+
+
+@rule(
+    "api-key-when-exposed", group="Security", enforcement="mandatory", severity="critical", scope="stack",
+    kinds=("Service", "Ingress", "HTTPRoute", "Deployment", "StatefulSet", "LeaderWorkerSet", "Pod"),
+    description="A vLLM server reachable from outside the cluster (a LoadBalancer or NodePort Service, or a Service "
+                "behind an Ingress or HTTPRoute, selecting its pods) requires an API key: VLLM_API_KEY or "
+                "--api-key=$(VAR) from a Secret.",
+    why="vLLM's OpenAI API has no authentication by default: anyone who reaches it spends your GPUs.",
+    fix="Set env VLLM_API_KEY from a Secret (valueFrom.secretKeyRef) on the vLLM container.",
+)
+def api_key_when_exposed(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    exposures = list(_exposures(resources))
+    if not exposures:
+        return
+    for workload in resources:
+        for server in workload.servers:
+            if server_has_api_key(server):
+                continue
+            labels = workload.pod_labels(server.template)
+            for service, how in exposures:
+                if service.namespace == workload.namespace and service_selects(service, labels):
+                    yield Violation(
+                        f"{workload.describe()} {server.where} is exposed by Service {service.name} ({how}) without "
+                        "an API key", "set env VLLM_API_KEY: {valueFrom: {secretKeyRef: {name: <secret>, key: "
+                                      "<key>}}} on the vLLM container", resource=workload,
+                    )
+                    break

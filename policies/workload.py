@@ -1,0 +1,557 @@
+"""Facts about one Kubernetes object, read from its camelCase manifest: pod templates, the vLLM server container and
+its flags, the model, the GPU, probes and drain settings.
+
+Everything here is pure and tolerant: manifests written by others may lack any field, so each fact is optional and a
+rule that needs a missing fact says "cannot check" instead of guessing. A ``Resource`` caches what it has worked out,
+since two dozen rules ask it the same questions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
+
+from vllm_pulumi.runtime import annotations as ann
+from vllm_pulumi.runtime.errors import PlanningError
+from vllm_pulumi.runtime.gpus import GpuFacts, find_gpu
+from vllm_pulumi.runtime.models import ModelFacts, catalog_id_for, catalog_model, parse_config
+
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+LWS_API_GROUP = "leaderworkerset.x-k8s.io"
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+
+# Kinds that carry pod templates, and where.
+POD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob",
+                       "LeaderWorkerSet"})
+# Kinds that serve traffic for a long time; a Job runs a vLLM image only for batch work, so serving rules skip it.
+SERVING_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "LeaderWorkerSet"})
+
+# Short aliases vLLM's parser accepts for long flags.
+_FLAG_ALIASES = {"-tp": "tensor-parallel-size", "-pp": "pipeline-parallel-size", "-dp": "data-parallel-size",
+                 "-q": "quantization"}
+# Flags that take no value; everything else named --enable-/--disable-/--no- is boolean too.
+_BOOLEAN_FLAGS = frozenset({"trust-remote-code", "enforce-eager", "use-v2-block-manager", "worker-use-ray",
+                            "engine-use-ray", "headless", "async-scheduling", "skip-tokenizer-init"})
+_SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh"})
+_API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+_SLEEP = re.compile(r"\bsleep\s+(\d+)")
+_SECRET_ENV = re.compile(r"(^|_)(API_KEY|TOKEN|SECRET|PASSWORD|SECRET_ACCESS_KEY)$")
+
+
+def as_int(value: object) -> int | None:
+    """An integer from a manifest value (ints, numeric strings); None for anything else (``$(VAR)``, ``25%``)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+        return int(value)
+    return None
+
+
+def as_float(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def sequence(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def strings(value: object) -> list[str]:
+    return [str(item) for item in sequence(value)]
+
+
+# ---- the vLLM command line ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ServeCommand:
+    """The ``vllm serve`` (or api_server module) invocation of a container, as tokens after the entry point."""
+
+    entry: str
+    """``vllm serve``, ``api_server`` or ``image`` (the vllm-openai image's own ``vllm serve`` entrypoint)."""
+    tokens: tuple[str, ...]
+    flags: dict[str, str | None]
+    """Flag name without dashes -> value (None for a boolean flag); the last occurrence wins, as in argparse."""
+    flag_names: tuple[str, ...]
+    """Every flag as written (normalised), in order, repeats included."""
+    positional: tuple[str, ...]
+    in_shell: bool
+
+    @property
+    def model_ref(self) -> str | None:
+        if self.flags.get("model"):
+            return self.flags["model"]
+        if self.entry != "api_server" and self.positional:
+            return self.positional[0]
+        return None
+
+    def has(self, name: str) -> bool:
+        return name in self.flags
+
+    def value(self, name: str) -> str | None:
+        return self.flags.get(name)
+
+    def int_flag(self, name: str, default: int) -> int | None:
+        """The flag's integer value, ``default`` when absent, None when present but not a literal integer."""
+        if name not in self.flags:
+            return default
+        return as_int(self.flags[name])
+
+
+def _is_boolean(name: str) -> bool:
+    return name in _BOOLEAN_FLAGS or name.startswith(("enable-", "disable-", "no-"))
+
+
+def parse_flags(tokens: list[str]) -> tuple[dict[str, str | None], list[str], list[str]]:
+    flags: dict[str, str | None] = {}
+    names: list[str] = []
+    positional: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        head = token.split("=", 1)[0]
+        if token.startswith("--") or head in _FLAG_ALIASES:
+            value: str | None = token.split("=", 1)[1] if "=" in token else None
+            name = _FLAG_ALIASES.get(head) or head.lstrip("-").replace("_", "-")
+            if value is None and not _is_boolean(name) and i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+                value = tokens[i + 1]
+                i += 1
+            flags[name] = value
+            names.append(name)
+        else:
+            positional.append(token)
+        i += 1
+    return flags, names, positional
+
+
+def _split(text: str) -> list[str]:
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError:
+        return text.split()
+
+
+def _after_entry(tokens: list[str]) -> tuple[str, list[str]] | None:
+    for i, token in enumerate(tokens):
+        if token == _API_SERVER_MODULE:
+            return "api_server", tokens[i + 1:]
+        if (token == "vllm" or token.endswith("/vllm")) and i + 1 < len(tokens) and tokens[i + 1] == "serve":
+            return "vllm serve", tokens[i + 2:]
+    return None
+
+
+def _script_segment(script: str) -> list[str] | None:
+    """The tokens of the ``vllm serve`` command inside a shell script (LWS leaders start Ray first)."""
+    text = script.replace("\\\n", " ")
+    for line in text.splitlines():
+        for segment in re.split(r"&&|\|\||;|\|", line):
+            if "vllm" in segment and ("serve" in segment or _API_SERVER_MODULE in segment):
+                tokens = _split(segment)
+                if _after_entry(tokens):
+                    return tokens
+    return None
+
+
+def is_vllm_image(image: object) -> bool:
+    return isinstance(image, str) and "vllm" in image.lower()
+
+
+def serve_command(container: dict[str, Any]) -> ServeCommand | None:
+    """The container's vLLM server invocation, or None when it does not run one."""
+    command = strings(container.get("command"))
+    args = strings(container.get("args"))
+    argv = command + args
+    in_shell = False
+    tokens: list[str] | None = None
+    if argv and argv[0].rsplit("/", 1)[-1] in _SHELLS:
+        in_shell = True
+        option = next((i for i, a in enumerate(argv[1:], 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a)), None)
+        if option is not None and option + 1 < len(argv):
+            tokens = _script_segment(argv[option + 1])
+            # `bash -c 'exec vllm serve "$@"' NAME ARGS...`: the script's "$@" is the arguments after $0
+            params = argv[option + 3:]
+            if tokens is not None:
+                tokens = [p for t in tokens for p in (params if t in ("$@", "$*") else [t])]
+    else:
+        tokens = argv
+    found = _after_entry(tokens) if tokens is not None else None
+    if found is not None:
+        entry, rest = found
+    elif not command and not in_shell and is_vllm_image(container.get("image")):
+        entry, rest = "image", args
+    else:
+        return None
+    flags, names, positional = parse_flags(rest)
+    return ServeCommand(entry, tuple(rest), flags, tuple(names), tuple(positional), in_shell)
+
+
+# ---- pod templates --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PodTemplate:
+    role: str
+    """``pod`` for single-template kinds; ``leader`` / ``worker`` for a LeaderWorkerSet."""
+    path: str
+    """Where the pod spec sits in the manifest, for messages."""
+    metadata: dict[str, Any]
+    spec: dict[str, Any]
+
+    @property
+    def containers(self) -> list[dict[str, Any]]:
+        return [c for c in sequence(self.spec.get("containers")) if isinstance(c, dict)]
+
+    @property
+    def init_containers(self) -> list[dict[str, Any]]:
+        return [c for c in sequence(self.spec.get("initContainers")) if isinstance(c, dict)]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in mapping(self.metadata.get("labels")).items()}
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in mapping(self.metadata.get("annotations")).items()}
+
+    @property
+    def grace_seconds(self) -> int:
+        value = as_int(self.spec.get("terminationGracePeriodSeconds"))
+        return 30 if value is None else value  # the Kubernetes default
+
+    @property
+    def gpus(self) -> int:
+        return sum(gpu_limit(c) or 0 for c in self.containers)
+
+    def volume(self, name: str) -> dict[str, Any] | None:
+        for volume in sequence(self.spec.get("volumes")):
+            if isinstance(volume, dict) and volume.get("name") == name:
+                return volume
+        return None
+
+
+def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
+    kind = obj.get("kind")
+    spec = mapping(obj.get("spec"))
+    if kind == "Pod":
+        return [PodTemplate("pod", "spec", mapping(obj.get("metadata")), spec)]
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+        template = mapping(spec.get("template"))
+        return [PodTemplate("pod", "spec.template.spec", mapping(template.get("metadata")),
+                            mapping(template.get("spec")))]
+    if kind == "CronJob":
+        template = mapping(mapping(mapping(spec.get("jobTemplate")).get("spec")).get("template"))
+        return [PodTemplate("pod", "spec.jobTemplate.spec.template.spec", mapping(template.get("metadata")),
+                            mapping(template.get("spec")))]
+    if kind == "LeaderWorkerSet":
+        lwt = mapping(spec.get("leaderWorkerTemplate"))
+        templates = []
+        base = "spec.leaderWorkerTemplate"
+        if isinstance(lwt.get("leaderTemplate"), dict):
+            leader = lwt["leaderTemplate"]
+            templates.append(PodTemplate("leader", f"{base}.leaderTemplate.spec", mapping(leader.get("metadata")),
+                                         mapping(leader.get("spec"))))
+        worker = mapping(lwt.get("workerTemplate"))
+        templates.append(PodTemplate("worker", f"{base}.workerTemplate.spec", mapping(worker.get("metadata")),
+                                     mapping(worker.get("spec"))))
+        return templates
+    return []
+
+
+def gpu_limit(container: dict[str, Any]) -> int | None:
+    resources = mapping(container.get("resources"))
+    return as_int(mapping(resources.get("limits")).get(GPU_RESOURCE))
+
+
+def gpu_request(container: dict[str, Any]) -> int | None:
+    resources = mapping(container.get("resources"))
+    return as_int(mapping(resources.get("requests")).get(GPU_RESOURCE))
+
+
+def probe_window_seconds(probe: dict[str, Any]) -> int:
+    """How long a probe keeps failing before it acts: initial delay + period x failure threshold."""
+    delay = as_int(probe.get("initialDelaySeconds")) or 0
+    period = as_int(probe.get("periodSeconds")) or 10
+    threshold = as_int(probe.get("failureThreshold")) or 3
+    return delay + period * threshold
+
+
+def pre_stop_seconds(container: dict[str, Any]) -> int | None:
+    """Seconds the preStop hook sleeps: a sleep action or an exec ``sleep N``; 0 without a hook, None if unknown."""
+    pre_stop = mapping(mapping(container.get("lifecycle")).get("preStop"))
+    if not pre_stop:
+        return 0
+    if "sleep" in pre_stop:
+        return as_int(mapping(pre_stop["sleep"]).get("seconds"))
+    command = strings(mapping(pre_stop.get("exec")).get("command"))
+    if command:
+        match = _SLEEP.search(" ".join(command))
+        if match:
+            return int(match.group(1))
+        if command[0].rsplit("/", 1)[-1] == "sleep" and len(command) > 1:
+            return as_int(command[1])
+    return None
+
+
+def secret_env_names(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(e.get("name")): e for e in sequence(container.get("env")) if isinstance(e, dict)}
+
+
+def is_secret_like_env(name: str) -> bool:
+    return bool(_SECRET_ENV.search(name.upper()))
+
+
+def image_tag(image: str) -> tuple[str, str | None, str | None]:
+    """(repository, tag, digest) of an image reference."""
+    digest = None
+    if "@" in image:
+        image, digest = image.split("@", 1)
+    last = image.rsplit("/", 1)[-1]
+    if ":" in last:
+        repository, tag = image.rsplit(":", 1)
+        return repository, tag, digest
+    return image, None, digest
+
+
+# ---- model and GPU --------------------------------------------------------------------------------------------------
+@lru_cache(maxsize=256)
+def _catalog_facts(catalog_id: str) -> ModelFacts:
+    return catalog_model(catalog_id)
+
+
+def model_from_reference(reference: str) -> ModelFacts | None:
+    """A catalog model from a catalog id, a Hugging Face id, or a path whose last one or two parts are one."""
+    parts = [p for p in reference.rstrip("/").split("/") if p]
+    candidates = [reference, "/".join(parts[-2:]), parts[-1] if parts else ""]
+    for candidate in candidates:
+        catalog_id = catalog_id_for(candidate) if candidate else None
+        if catalog_id:
+            return _catalog_facts(catalog_id)
+    return None
+
+
+@lru_cache(maxsize=256)
+def _model_from_config_json(text: str, name: str) -> ModelFacts | PlanningError:
+    try:
+        return parse_config(json.loads(text), name)
+    except (ValueError, TypeError, PlanningError) as exc:
+        if isinstance(exc, PlanningError):
+            return exc
+        return PlanningError(ann.MODEL_CONFIG, text[:40], f"not valid config.json JSON ({exc})")
+
+
+@lru_cache(maxsize=256)
+def gpu_from_label(label: str) -> GpuFacts | None:
+    try:
+        return find_gpu(label)
+    except PlanningError:
+        return None
+
+
+def _affinity_products(spec: dict[str, Any]) -> list[str]:
+    node_affinity = mapping(mapping(spec.get("affinity")).get("nodeAffinity"))
+    required = mapping(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    products: list[str] = []
+    for term in sequence(required.get("nodeSelectorTerms")):
+        for expression in sequence(mapping(term).get("matchExpressions")):
+            expression = mapping(expression)
+            if expression.get("key") == GPU_PRODUCT_LABEL and expression.get("operator") == "In":
+                products += strings(expression.get("values"))
+    return products
+
+
+def gpu_products(spec: dict[str, Any]) -> list[str]:
+    """GPU product labels the pod is pinned to, by nodeSelector or required node affinity."""
+    selected = mapping(spec.get("nodeSelector")).get(GPU_PRODUCT_LABEL)
+    return ([str(selected)] if selected else []) + _affinity_products(spec)
+
+
+@dataclass
+class Server:
+    """The vLLM server container of a workload, with the facts rules need about it."""
+
+    template: PodTemplate
+    container: dict[str, Any]
+    command: ServeCommand
+    annotations: dict[str, str]
+    model: ModelFacts | None = None
+    model_problem: str = ""
+    gpu: GpuFacts | None = None
+    gpu_problem: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.container.get("name", "?"))
+
+    @property
+    def where(self) -> str:
+        return f"container {self.name!r}" + (f" ({self.template.role} template)" if self.template.role != "pod" else "")
+
+    @property
+    def tensor_parallel_size(self) -> int | None:
+        return self.command.int_flag("tensor-parallel-size", 1)
+
+    @property
+    def pipeline_parallel_size(self) -> int | None:
+        return self.command.int_flag("pipeline-parallel-size", 1)
+
+    @property
+    def data_parallel_size(self) -> int | None:
+        return self.command.int_flag("data-parallel-size", 1)
+
+
+class Resource:
+    """One Kubernetes object (a manifest dict) and what rules have worked out about it."""
+
+    def __init__(self, obj: dict[str, Any], source: str = "") -> None:
+        self.obj = obj
+        self.source = source
+
+    # ---- identity -------------------------------------------------------------------------------------------------
+    @property
+    def api_version(self) -> str:
+        return str(self.obj.get("apiVersion", ""))
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind", ""))
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return mapping(self.obj.get("metadata"))
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace") or "")
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return mapping(self.obj.get("spec"))
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in mapping(self.metadata.get("labels")).items()}
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in mapping(self.metadata.get("annotations")).items()}
+
+    def identity(self) -> dict[str, str]:
+        return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name}
+
+    def describe(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+    @cached_property
+    def exemptions(self) -> frozenset[str]:
+        """Policy names exempted by the annotation, on the object or on any of its pod templates."""
+        texts = [self.annotations.get(ann.POLICY_EXEMPT, "")]
+        texts += [t.annotations.get(ann.POLICY_EXEMPT, "") for t in self.templates]
+        return frozenset(name.strip() for text in texts for name in text.split(",") if name.strip())
+
+    # ---- pods -----------------------------------------------------------------------------------------------------
+    @cached_property
+    def templates(self) -> list[PodTemplate]:
+        return pod_templates(self.obj) if self.kind in POD_KINDS else []
+
+    @property
+    def is_lws(self) -> bool:
+        return self.kind == "LeaderWorkerSet"
+
+    @property
+    def lws_size(self) -> int | None:
+        """Pods per LeaderWorkerSet group (default 1); None when not an integer literal."""
+        value = mapping(self.spec.get("leaderWorkerTemplate")).get("size", 1)
+        return as_int(value)
+
+    @cached_property
+    def servers(self) -> list[Server]:
+        """vLLM server containers; for a serving kind only (a Job running vLLM is batch work)."""
+        found: list[Server] = []
+        if self.kind not in SERVING_KINDS:
+            return found
+        for template in self.templates:
+            for container in template.containers:
+                command = serve_command(container)
+                if command is not None:
+                    merged = {**self.annotations, **template.annotations}
+                    server = Server(template, container, command, merged)
+                    self._resolve(server)
+                    found.append(server)
+        if self.is_lws and len(found) > 1:
+            # Without a leaderTemplate, workers run the leader's template; with one, only the leader serves.
+            leaders = [s for s in found if s.template.role == "leader"]
+            found = leaders or found
+        return found
+
+    @property
+    def is_vllm(self) -> bool:
+        """A vLLM serving workload: runs a vLLM server, or (LWS workers) the vLLM image."""
+        if self.kind not in SERVING_KINDS:
+            return False
+        return bool(self.servers) or any(is_vllm_image(c.get("image")) for t in self.templates for c in t.containers)
+
+    def pod_labels(self, template: PodTemplate) -> dict[str, str]:
+        """Labels the pods of a template carry, including those the controller adds."""
+        labels = template.labels
+        if self.is_lws:
+            labels = {**labels, LWS_NAME_LABEL: self.name}
+            if template.role == "leader":
+                labels[LWS_WORKER_INDEX_LABEL] = "0"
+        return labels
+
+    # ---- model and GPU --------------------------------------------------------------------------------------------
+    def _resolve(self, server: Server) -> None:
+        notes = server.annotations
+        config_json = notes.get(ann.MODEL_CONFIG)
+        reference = notes.get(ann.MODEL) or server.command.model_ref
+        if config_json:
+            result = _model_from_config_json(config_json, reference or "model-config")
+            if isinstance(result, PlanningError):
+                server.model_problem = f"the {ann.MODEL_CONFIG} annotation is unusable: {result.reason}"
+            else:
+                server.model = result
+        else:
+            for candidate in (notes.get(ann.MODEL), server.command.model_ref):
+                if candidate:
+                    server.model = model_from_reference(candidate)
+                    if server.model:
+                        break
+            if server.model is None:
+                server.model_problem = (
+                    f"model {reference!r} is not in the catalog" if reference else "no --model or model argument"
+                ) + f"; add the {ann.MODEL} (catalog id) or {ann.MODEL_CONFIG} (config.json) annotation"
+        label = notes.get(ann.GPU)
+        labels = [label] if label else gpu_products(server.template.spec)
+        known = [gpu for gpu in (gpu_from_label(x) for x in labels) if gpu is not None]
+        if known:
+            server.gpu = min(known, key=lambda g: g.memory_mib)  # several allowed: the smallest decides
+        elif labels:
+            server.gpu_problem = f"GPU {', '.join(labels)} is not in the GPU catalog"
+        else:
+            server.gpu_problem = (
+                f"no {GPU_PRODUCT_LABEL} node selector or affinity and no {ann.GPU} annotation, so the GPU is unknown"
+            )
