@@ -80,6 +80,11 @@ class ServingPlan:
         return math.ceil(self.termination_grace_period_seconds / LIVENESS_PROBE_PERIOD_SECONDS) + 1
 
     @property
+    def worker_pre_stop_sleep_seconds(self) -> int:
+        """LWS workers keep their GPUs until the leader's preStop and drain are over (grace > this, checked above)."""
+        return self.pre_stop_sleep_seconds + self.shutdown_timeout_seconds
+
+    @property
     def uses_pvc(self) -> bool:
         return self.spec.storage.kind not in ("s3-runai-streamer", "hf-download")
 

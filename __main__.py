@@ -1,0 +1,55 @@
+"""The Pulumi program: read the stack's `vllm-pulumi:deployment` once, plan it, register the stack, export the plan.
+
+A bad spec stops here with every problem listed by field path (pulumi.RunError: no traceback) and nothing registered.
+"""
+
+from __future__ import annotations
+
+import pulumi
+
+from vllm_pulumi.components.provider import build_provider
+from vllm_pulumi.components.stack import VllmStack, pulumi_secret_keys
+from vllm_pulumi.runtime.derive import plan_deployment
+from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+
+
+def program() -> None:
+    config = pulumi.Config("vllm-pulumi")
+    try:
+        spec = parse_deployment(config.require_object("deployment"), root="vllm-pulumi:deployment")
+    except SpecError as error:
+        raise pulumi.RunError(str(error)) from None
+    secrets = {key: config.require_secret(key) for key in pulumi_secret_keys(spec)}
+    plans = plan_deployment(spec)
+    for plan in plans:
+        for warning in plan.warnings:
+            pulumi.log.warn(f"{plan.spec.name}: {warning}")
+
+    connection = build_provider(spec.cluster)
+    stack = VllmStack(
+        pulumi.get_stack(), spec, plans, secrets=secrets,
+        cluster_security_group_id=connection.cluster_security_group_id,
+        opts=pulumi.ResourceOptions(providers=connection.providers),
+    )
+    pulumi.export("namespace", spec.namespace)
+    pulumi.export("models", {
+        plan.spec.name: {
+            "url": stack.services[plan.spec.name].url,
+            "workload": "LeaderWorkerSet" if plan.multi_node else "Deployment",
+            "gpu": plan.gpu.id,
+            "gpus_per_replica": plan.layout.gpus_per_replica,
+            "tensor_parallel_size": plan.layout.tensor_parallel_size,
+            "pipeline_parallel_size": plan.layout.pipeline_parallel_size,
+            "max_model_len": plan.capacity.max_model_len,
+            "kv_cache_tokens": plan.capacity.kv_cache_tokens,
+            "max_concurrency": plan.capacity.max_concurrency,
+            "startup_budget_seconds": plan.startup_budget_seconds,
+            "termination_grace_period_seconds": plan.termination_grace_period_seconds,
+            "pvc_size_gib": plan.pvc_size_gib if plan.uses_pvc else 0,
+        }
+        for plan in plans
+    })
+
+
+if __name__ == "__main__":
+    program()

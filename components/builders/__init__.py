@@ -1,0 +1,1 @@
+"""Pure builders: ServingPlan / DeploymentSpec -> plain Kubernetes dicts (camelCase, deterministic, no pulumi)."""

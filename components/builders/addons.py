@@ -1,0 +1,115 @@
+"""Cluster add-ons from their upstream Helm charts: chart references pinned in one place, values built here."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from ...runtime.derive import ServingPlan
+from ...runtime.spec import AddonSpec, DeploymentSpec, GpuOperatorSpec, ObservabilitySpec
+
+
+@dataclass(frozen=True)
+class ChartRef:
+    release: str
+    chart: str
+    """Chart name in ``repository``, or a full ``oci://`` reference (then ``repository`` is None)."""
+    repository: str | None
+    version: str
+    namespace: str
+
+
+# GPU Operator: last release verified with the EKS NVIDIA AMIs' driver branch and Kubernetes 1.32-1.34 here.
+GPU_OPERATOR_CHART = ChartRef("gpu-operator", "gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v25.3.4",
+                              "gpu-operator")
+# KEDA 2.18: the ScaledObject schema in shared/crds (fallback.behavior, CEL min<=max) matches this line.
+KEDA_CHART = ChartRef("keda", "keda", "https://kedacore.github.io/charts", "2.18.2", "keda")
+# LWS 0.8: v1 API with rolloutStrategy.maxSurge and the hpaPodSelector scale subresource KEDA targets.
+LWS_CHART = ChartRef("lws", "oci://registry.k8s.io/lws/charts/lws", None, "0.8.0", "lws-system")
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` over ``base``, recursively for nested mappings; neither argument is modified."""
+    result = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = deep_merge(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def chart_for(default: ChartRef, addon: AddonSpec) -> ChartRef:
+    """The pinned chart, with the stack's version / namespace when it sets them."""
+    return ChartRef(default.release, default.chart, default.repository, addon.version or default.version,
+                    addon.namespace or default.namespace)
+
+
+def gpu_operator_driver_enabled(spec: GpuOperatorSpec, cluster_mode: str) -> bool:
+    """EKS NVIDIA AMIs ship the driver and the container toolkit; elsewhere the operator installs both."""
+    if spec.driver_enabled is not None:
+        return spec.driver_enabled
+    return cluster_mode != "eks"
+
+
+def gpu_operator_values(spec: GpuOperatorSpec, cluster_mode: str, observability: ObservabilitySpec) -> dict[str, Any]:
+    on_host = not gpu_operator_driver_enabled(spec, cluster_mode)
+    values: dict[str, Any] = {
+        "driver": {"enabled": not on_host},
+        "toolkit": {"enabled": not on_host},
+        "devicePlugin": {"enabled": True},
+        # GPU Feature Discovery writes nvidia.com/gpu.product, which the vLLM pods select nodes by.
+        "gfd": {"enabled": True},
+        "nfd": {"enabled": True},
+        "dcgmExporter": {
+            "enabled": True,
+            "serviceMonitor": {
+                "enabled": observability.monitor != "none",
+                "interval": f"{observability.scrape_interval_seconds}s",
+                # Keep DCGM's own pod/namespace labels (the pod using the GPU), not the exporter's.
+                "honorLabels": True,
+                "additionalLabels": dict(observability.monitor_labels),
+            },
+        },
+        "daemonsets": {
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    }
+    return deep_merge(values, spec.values)
+
+
+def keda_values(spec: AddonSpec) -> dict[str, Any]:
+    return deep_merge({}, spec.values)
+
+
+def lws_values(spec: AddonSpec) -> dict[str, Any]:
+    return deep_merge({}, spec.values)
+
+
+@dataclass(frozen=True)
+class AddonRelease:
+    """One Helm release to create: chart, values, and whether the stack installs it at all."""
+
+    key: str
+    chart: ChartRef
+    values: dict[str, Any]
+    install: bool
+
+
+def build_addons(spec: DeploymentSpec, plans: list[ServingPlan]) -> list[AddonRelease]:
+    """GPU Operator always; KEDA when a model autoscales; LWS when a model spans nodes.
+
+    ``install`` is False when the stack marks the add-on as already installed (then nothing is created).
+    """
+    addons = spec.addons
+    releases = [AddonRelease("gpu-operator", chart_for(GPU_OPERATOR_CHART, addons.gpu_operator),
+                             gpu_operator_values(addons.gpu_operator, spec.cluster.mode, spec.observability),
+                             addons.gpu_operator.install)]
+    if any(plan.spec.autoscaling is not None for plan in plans):
+        releases.append(AddonRelease("keda", chart_for(KEDA_CHART, addons.keda), keda_values(addons.keda),
+                                     addons.keda.install))
+    if any(plan.multi_node for plan in plans):
+        releases.append(AddonRelease("lws", chart_for(LWS_CHART, addons.lws), lws_values(addons.lws),
+                                     addons.lws.install))
+    return releases

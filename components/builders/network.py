@@ -1,0 +1,79 @@
+"""How clients reach a model: the Namespace, the Service in front of the serving pods, and the NetworkPolicy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...runtime.derive import ServingPlan
+from . import labels as lbl
+from .serving import HTTP_PORT_NAME, SERVICE_PORT, server_labels, service_selector
+
+
+def build_namespace(name: str, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    labels = dict(extra_labels or {})
+    labels.update({"app.kubernetes.io/part-of": lbl.PART_OF, "app.kubernetes.io/managed-by": lbl.MANAGED_BY})
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def build_service(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels)),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": service_selector(plan),
+            "ports": [{"name": HTTP_PORT_NAME, "port": SERVICE_PORT, "targetPort": HTTP_PORT_NAME,
+                       "protocol": "TCP"}],
+        },
+    }
+
+
+def _namespaces_selector(namespaces: list[str]) -> dict[str, Any]:
+    return {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(namespaces)}
+    ]}
+
+
+def build_network_policy(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """Admit the listed clients and Prometheus on the vLLM port; the pods of one LWS group talk freely (Ray, NCCL)."""
+    network = plan.spec.network
+    if not network.network_policy:
+        return None
+    port = [{"protocol": "TCP", "port": plan.spec.engine.port}]
+    clients: list[dict[str, Any]] = []
+    if network.allowed_pod_labels:
+        peer: dict[str, Any] = {"podSelector": {"matchLabels": dict(sorted(network.allowed_pod_labels.items()))}}
+        if network.allowed_namespaces:
+            peer["namespaceSelector"] = _namespaces_selector(network.allowed_namespaces)
+        clients.append(peer)
+    elif network.allowed_namespaces:
+        clients.append({"namespaceSelector": _namespaces_selector(network.allowed_namespaces)})
+    ingress: list[dict[str, Any]] = []
+    if clients:
+        ingress.append({"from": clients, "ports": port})
+    ingress.append({"from": [{"namespaceSelector": _namespaces_selector([network.prometheus_namespace])}],
+                    "ports": port})
+    if plan.multi_node:
+        ingress.append({"from": [{"podSelector": {"matchLabels": {lbl.LWS_NAME: plan.spec.name}}}]})
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels)),
+        "spec": {
+            "podSelector": {"matchLabels": lbl.selector_labels(plan.spec.name)},
+            "policyTypes": ["Ingress"],
+            "ingress": ingress,
+        },
+    }
+
+
+
+
+def build_network(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Service, then the NetworkPolicy (when enabled)."""
+    objects = [build_service(plan, extra_labels)]
+    policy = build_network_policy(plan, extra_labels)
+    if policy is not None:
+        objects.append(policy)
+    return objects

@@ -1,0 +1,398 @@
+"""The vLLM workload: a Deployment (one pod holds a replica's GPUs) or a LeaderWorkerSet (a replica spans nodes).
+
+Every number comes from the ServingPlan; this module only places the numbers. What the seed's reference manifest got
+wrong for vLLM 0.33 is fixed here: drain is ``--shutdown-timeout`` (in plan.args) plus a native preStop sleep, the
+liveness window covers the grace period, the startup window covers the startup budget, and probes use /health.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import asdict
+from typing import Any
+
+from ...runtime import annotations as ann
+from ...runtime.derive import (
+    LIVENESS_PROBE_PERIOD_SECONDS,
+    MODEL_MOUNT_PATH,
+    PROBE_TIMEOUT_SECONDS,
+    READINESS_PROBE_PERIOD_SECONDS,
+    STARTUP_PROBE_PERIOD_SECONDS,
+    ServingPlan,
+)
+from ...runtime.models import catalog_id_for
+from . import labels as lbl
+from .secrets import (
+    API_KEY_SECRET_KEY,
+    HF_TOKEN_SECRET_KEY,
+    api_key_secret_name,
+    build_generated_secret,
+    hf_token_secret_name,
+    secret_env,
+)
+from .storage import claim_name
+
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+HTTP_PORT_NAME = "http"
+SERVICE_PORT = 80
+# Readiness drops a pod from the Service after 3 failed polls (15 s): long enough to ride out one slow /health.
+READINESS_FAILURE_THRESHOLD = 3
+# Scheduling, a cold pull of the ~20 GB vLLM image and volume attach happen before the startup probe's clock starts.
+PROGRESS_SLACK_SECONDS = 900
+# Compile caches (torch.compile, Triton, FlashInfer JIT) for one engine; a cold compile writes a few GB.
+CACHE_SIZE_LIMIT = "20Gi"
+TMP_SIZE_LIMIT = "4Gi"
+CACHE_DIR = "/cache"
+RAY_PORT = 6379
+# Where the writable caches go: every cache vLLM and its libraries honour an env var for points at the cache emptyDir.
+CACHE_ENV = {
+    "HOME": "/cache",
+    "XDG_CACHE_HOME": "/cache",
+    "HF_HOME": "/cache/huggingface",
+    "VLLM_CACHE_ROOT": "/cache/vllm",
+    "TRITON_CACHE_DIR": "/cache/triton",
+    "TORCHINDUCTOR_CACHE_DIR": "/cache/torchinductor",
+    "FLASHINFER_WORKSPACE_BASE": "/cache/flashinfer",
+    "NUMBA_CACHE_DIR": "/cache/numba",
+    "OUTLINES_CACHE_DIR": "/cache/outlines",
+}
+
+# The leader's fixed bootstrap: start the Ray head, wait for every pod of the group to join, then hand PID 1 to
+# `vllm serve` (so SIGTERM reaches vLLM and --shutdown-timeout drains). vLLM's arguments arrive as "$@" (the
+# container's args), never spliced into this text.
+LEADER_SCRIPT = """set -euo pipefail
+ray start --head --port=6379 --disable-usage-stats
+until python3 -c '
+import os, sys, ray
+ray.init(address="auto", logging_level="ERROR")
+alive = sum(1 for node in ray.nodes() if node["Alive"])
+sys.exit(0 if alive >= int(os.environ["LWS_GROUP_SIZE"]) else 1)
+'; do
+  echo "waiting for ${LWS_GROUP_SIZE} Ray nodes"
+  sleep 5
+done
+exec vllm serve "$@"
+"""
+
+# Hardening the upstream image allows. Not set, and why:
+# - runAsNonRoot / runAsUser: vllm/vllm-openai runs as root and keeps its Python environment under root-owned paths;
+#   a numeric non-root user breaks Ray and pip-installed extensions at start. Capabilities are dropped instead, so
+#   root in the container has no privileges beyond file ownership in its own filesystem.
+# - readOnlyRootFilesystem: vLLM 0.33, torch.compile, Triton, FlashInfer, Ray and the HF hub write caches and
+#   sockets; we redirect every one with a setting (CACHE_ENV, /tmp) to emptyDirs, but several libraries still write
+#   under site-packages or unlisted paths on some code paths, and a read-only root turns that into a crash after
+#   minutes of loading. The redirected caches keep the writable layer small; the root stays writable.
+CONTAINER_SECURITY_CONTEXT: dict[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "privileged": False,
+    "readOnlyRootFilesystem": False,
+}
+POD_SECURITY_CONTEXT: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
+# ---- small pieces -------------------------------------------------------------------------------------------------
+def workload_kind(plan: ServingPlan) -> tuple[str, str]:
+    """(apiVersion, kind) of the workload the plan's layout calls for."""
+    if plan.multi_node:
+        return "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"
+    return "apps/v1", "Deployment"
+
+
+def version_label(plan: ServingPlan) -> str:
+    return plan.spec.engine.vllm_version
+
+
+def server_labels(plan: ServingPlan, extra: dict[str, str] | None = None) -> dict[str, str]:
+    return lbl.common_labels(plan.spec.name, lbl.SERVER, version_label(plan), extra)
+
+
+def project_annotations(plan: ServingPlan) -> dict[str, str]:
+    """Facts the policies read back instead of guessing (runtime/annotations.py)."""
+    spec = plan.spec
+    catalog_id = catalog_id_for(spec.model)
+    result = {
+        ann.MODEL: catalog_id or plan.hf_repo or spec.model,
+        ann.GPU: plan.gpu.id,
+        ann.STORAGE_KIND: spec.storage.kind,
+        ann.STARTUP_BUDGET_SECONDS: str(plan.startup_budget_seconds),
+    }
+    if catalog_id is None:
+        # ModelFacts fields (the planner's view of config.json), so a policy can re-plan without the file.
+        result[ann.MODEL_CONFIG] = json.dumps(asdict(plan.model), sort_keys=True, separators=(",", ":"))
+    return result
+
+
+def scrape_annotations(plan: ServingPlan) -> dict[str, str]:
+    return {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(plan.spec.engine.port),
+        "prometheus.io/path": "/metrics",
+    }
+
+
+def http_get(plan: ServingPlan, path: str = "/health") -> dict[str, Any]:
+    return {"path": path, "port": HTTP_PORT_NAME}
+
+
+def probes(plan: ServingPlan) -> dict[str, Any]:
+    """startup covers the startup budget; liveness only starts after it and outlasts a drain (plan thresholds)."""
+    return {
+        "startupProbe": {
+            "httpGet": http_get(plan),
+            "periodSeconds": STARTUP_PROBE_PERIOD_SECONDS,
+            "timeoutSeconds": PROBE_TIMEOUT_SECONDS,
+            "failureThreshold": plan.startup_probe_failure_threshold,
+        },
+        "readinessProbe": {
+            "httpGet": http_get(plan),
+            "periodSeconds": READINESS_PROBE_PERIOD_SECONDS,
+            "timeoutSeconds": PROBE_TIMEOUT_SECONDS,
+            "failureThreshold": READINESS_FAILURE_THRESHOLD,
+        },
+        "livenessProbe": {
+            "httpGet": http_get(plan),
+            "periodSeconds": LIVENESS_PROBE_PERIOD_SECONDS,
+            "timeoutSeconds": PROBE_TIMEOUT_SECONDS,
+            "failureThreshold": plan.liveness_probe_failure_threshold,
+        },
+    }
+
+
+def lifecycle(pre_stop_sleep_seconds: int) -> dict[str, Any]:
+    """Native preStop sleep: the pod leaves the endpoints before SIGTERM starts vLLM's drain."""
+    if pre_stop_sleep_seconds <= 0:
+        return {}
+    return {"lifecycle": {"preStop": {"sleep": {"seconds": pre_stop_sleep_seconds}}}}
+
+
+def resources(plan: ServingPlan) -> dict[str, Any]:
+    """GPUs: requests = limits = GPUs per pod. CPU/memory requests from the plan; limits only when the spec sets them."""
+    gpus = plan.layout.gpus_per_pod
+    requests: dict[str, Any] = {
+        "cpu": plan.cpu_request,
+        "memory": f"{plan.memory_request_gib}Gi",
+        GPU_RESOURCE: gpus,
+    }
+    limits: dict[str, Any] = {GPU_RESOURCE: gpus}
+    if plan.cpu_limit is not None:
+        limits["cpu"] = plan.cpu_limit
+    if plan.memory_limit_gib is not None:
+        limits["memory"] = f"{plan.memory_limit_gib}Gi"
+    return {"requests": requests, "limits": limits}
+
+
+def env(plan: ServingPlan) -> list[dict[str, Any]]:
+    spec = plan.spec
+    items: list[dict[str, Any]] = [{"name": key, "value": value} for key, value in CACHE_ENV.items()]
+    if spec.api_key is not None:
+        items.append(secret_env("VLLM_API_KEY", spec.api_key, api_key_secret_name(spec.name), API_KEY_SECRET_KEY))
+    if spec.storage.kind == "hf-download" and spec.storage.hf_token is not None:
+        # No shared store: vLLM downloads from the hub itself at every start, so it needs the token.
+        items.append(secret_env("HF_TOKEN", spec.storage.hf_token, hf_token_secret_name(spec.name),
+                                HF_TOKEN_SECRET_KEY))
+    return items
+
+
+def volume_mounts(plan: ServingPlan) -> list[dict[str, Any]]:
+    mounts: list[dict[str, Any]] = [
+        {"name": "shm", "mountPath": "/dev/shm"},
+        {"name": "cache", "mountPath": CACHE_DIR},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
+    if plan.uses_pvc:
+        mounts.append({"name": "models", "mountPath": MODEL_MOUNT_PATH, "readOnly": True})
+    return mounts
+
+
+def volumes(plan: ServingPlan) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [
+        # vLLM's engine-core IPC and NCCL's shared-memory transport; the container default is 64 MiB.
+        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{plan.shm_size_gib}Gi"}},
+        {"name": "cache", "emptyDir": {"sizeLimit": CACHE_SIZE_LIMIT}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE_LIMIT}},
+    ]
+    if plan.spec.storage.kind == "hf-download":
+        # Weights land in HF_HOME on every start: size the cache for them.
+        items[1] = {"name": "cache", "emptyDir": {"sizeLimit": f"{plan.pvc_size_gib}Gi"}}
+    if plan.uses_pvc:
+        items.append({"name": "models", "persistentVolumeClaim": {"claimName": claim_name(plan), "readOnly": True}})
+    return items
+
+
+def scheduling(plan: ServingPlan) -> dict[str, Any]:
+    """Only nodes with the planned GPU; tolerate the GPU taint (`nvidia.com/gpu`, NoSchedule)."""
+    return {
+        "nodeSelector": {GPU_PRODUCT_LABEL: plan.gpu.product_label},
+        "tolerations": [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+    }
+
+
+def _pod_spec(plan: ServingPlan, container: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        # vLLM never calls the Kubernetes API; no token in the pod.
+        "automountServiceAccountToken": False,
+        # Service links put an env var per Service of the namespace into the engine's environment; not needed.
+        "enableServiceLinks": False,
+        "securityContext": copy.deepcopy(POD_SECURITY_CONTEXT),
+        **scheduling(plan),
+        "terminationGracePeriodSeconds": plan.termination_grace_period_seconds,
+        "containers": [container],
+        "volumes": volumes(plan),
+    }
+    return spec
+
+
+def _server_container(plan: ServingPlan, name: str, command: list[str], args: list[str]) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": name,
+        "image": plan.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": command,
+        "args": args,
+        "ports": [{"name": HTTP_PORT_NAME, "containerPort": plan.spec.engine.port, "protocol": "TCP"}],
+        "env": env(plan),
+        "resources": resources(plan),
+        **probes(plan),
+        **lifecycle(plan.pre_stop_sleep_seconds),
+        "securityContext": copy.deepcopy(CONTAINER_SECURITY_CONTEXT),
+        "volumeMounts": volume_mounts(plan),
+    }
+    return container
+
+
+def _template(plan: ServingPlan, pod_labels: dict[str, str], spec: dict[str, Any]) -> dict[str, Any]:
+    annotations = {**scrape_annotations(plan), **project_annotations(plan)}
+    return {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": spec}
+
+
+def _workload_metadata(plan: ServingPlan, extra_labels: dict[str, str] | None) -> dict[str, Any]:
+    annotations = project_annotations(plan)
+    # Pulumi waits for the rollout: the startup budget plus scheduling and the image pull, not its 10-minute default.
+    annotations["pulumi.com/timeoutSeconds"] = str(plan.startup_budget_seconds + PROGRESS_SLACK_SECONDS)
+    return lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels), annotations)
+
+
+def replicas_field(plan: ServingPlan) -> dict[str, Any]:
+    """`replicas` only when no autoscaler owns it (otherwise every `pulumi up` would reset KEDA's count)."""
+    if plan.spec.autoscaling is not None:
+        return {}
+    return {"replicas": plan.spec.replicas}
+
+
+# ---- workloads ----------------------------------------------------------------------------------------------------
+def build_deployment(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """All of a replica's GPUs in one pod; vLLM's own multiprocessing handles tensor parallelism."""
+    container = _server_container(plan, "vllm", ["vllm", "serve"], list(plan.args))
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _workload_metadata(plan, extra_labels),
+        "spec": {
+            **replicas_field(plan),
+            "selector": {"matchLabels": lbl.selector_labels(plan.spec.name, lbl.SERVER)},
+            # A new pod must be Ready before an old one drains: never fewer serving replicas during a rollout.
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "progressDeadlineSeconds": plan.startup_budget_seconds + PROGRESS_SLACK_SECONDS,
+            "template": _template(plan, server_labels(plan, extra_labels), _pod_spec(plan, container)),
+        },
+    }
+
+
+def build_leader_worker_set(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A replica over `size` whole-node pods joined by Ray; the leader serves HTTP with single-pod safety."""
+    leader = _server_container(plan, "vllm-leader", ["bash", "-c", LEADER_SCRIPT, "vllm-leader"], list(plan.args))
+    leader["ports"].append({"name": "ray-gcs", "containerPort": RAY_PORT, "protocol": "TCP"})
+    worker: dict[str, Any] = {
+        "name": "vllm-worker",
+        "image": plan.image,
+        "imagePullPolicy": "IfNotPresent",
+        # $(VAR) is expanded by the kubelet from LWS's injected env; no shell involved.
+        "command": ["ray", "start", f"--address=$(LWS_LEADER_ADDRESS):{RAY_PORT}", "--block",
+                    "--disable-usage-stats"],
+        "env": [{"name": key, "value": value} for key, value in CACHE_ENV.items()],
+        "resources": resources(plan),
+        # Workers outlive the leader's drain: the leader's engine still needs their GPUs while requests finish.
+        **lifecycle(plan.worker_pre_stop_sleep_seconds),
+        "securityContext": copy.deepcopy(CONTAINER_SECURITY_CONTEXT),
+        "volumeMounts": volume_mounts(plan),
+    }
+    worker_labels = lbl.common_labels(plan.spec.name, lbl.WORKER, version_label(plan), extra_labels)
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": _workload_metadata(plan, extra_labels),
+        "spec": {
+            **replicas_field(plan),
+            "rolloutStrategy": {
+                "type": "RollingUpdate",
+                "rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0},
+            },
+            "startupPolicy": "LeaderCreated",
+            "leaderWorkerTemplate": {
+                "size": plan.layout.size,
+                # One lost pod breaks the NCCL/Ray group: restart the whole group rather than leave it hung.
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "leaderTemplate": _template(plan, server_labels(plan, extra_labels), _pod_spec(plan, leader)),
+                "workerTemplate": _template(plan, worker_labels, _pod_spec(plan, worker)),
+            },
+        },
+    }
+
+
+def build_workload(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    if plan.multi_node:
+        return build_leader_worker_set(plan, extra_labels)
+    return build_deployment(plan, extra_labels)
+
+
+# ---- around the workload ------------------------------------------------------------------------------------------
+def service_selector(plan: ServingPlan) -> dict[str, str]:
+    """Serving pods only: for an LWS the leaders (workers have no HTTP server)."""
+    selector = lbl.selector_labels(plan.spec.name, lbl.SERVER)
+    if plan.multi_node:
+        selector[lbl.LWS_NAME] = plan.spec.name
+    return selector
+
+
+def minimum_replicas(plan: ServingPlan) -> int:
+    autoscaling = plan.spec.autoscaling
+    return autoscaling.min_replicas if autoscaling is not None else plan.spec.replicas
+
+
+def build_pod_disruption_budget(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """maxUnavailable 1, only when at least two replicas always run.
+
+    With one replica any budget that protects it also blocks every node drain (and with it cluster upgrades and
+    scale-down of GPU nodes); a single replica rides on maxSurge instead. With two or more, one at a time may go.
+    For an LWS the budget covers every pod of the set: evicting a worker restarts its whole group.
+    """
+    if minimum_replicas(plan) < 2:
+        return None
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels)),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": lbl.selector_labels(plan.spec.name)}},
+    }
+
+
+def build_serving_secrets(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Secrets this model's serving needs created (from Pulumi secrets), without their data."""
+    spec = plan.spec
+    result = []
+    if spec.api_key is not None and spec.api_key.pulumi_secret is not None:
+        result.append(build_generated_secret(api_key_secret_name(spec.name), plan.namespace,
+                                             server_labels(plan, extra_labels)))
+    return result
+
+
+def build_serving(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Workload and PodDisruptionBudget of one model (Service and NetworkPolicy: network.py)."""
+    objects = [build_workload(plan, extra_labels)]
+    pdb = build_pod_disruption_budget(plan, extra_labels)
+    if pdb is not None:
+        objects.append(pdb)
+    return objects

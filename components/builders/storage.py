@@ -1,0 +1,163 @@
+"""Model storage: a PVC sized by the plan and a one-shot Job that downloads the weights into it once.
+
+Kinds: a PVC this stack creates (local-nvme, fsx-lustre, efs, nfs), an existing claim, or no volume at all
+(s3-runai-streamer: vLLM streams from S3; hf-download: vLLM downloads at each start).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...runtime.derive import MODEL_MOUNT_PATH, ServingPlan
+from . import labels as lbl
+from .secrets import HF_TOKEN_SECRET_KEY, build_generated_secret, hf_token_secret_name, secret_env
+
+STORAGE_COMPONENT = "model-store"
+# Pinned by tag (never `latest`): a slim Python and the hub client at a fixed release.
+HYDRATION_IMAGE = "python:3.11-slim"
+HUGGINGFACE_HUB_VERSION = "2.4.0"
+# Written only after a complete download; its presence makes a re-run a no-op.
+MARKER_FILE = ".vllm-pulumi-complete"
+# Long enough for a 405B checkpoint (~800 GB) at ~100 MB/s; Pulumi and the Job give up after this.
+HYDRATION_TIMEOUT_SECONDS = 6 * 3600
+# Llama repos also ship the original PyTorch checkpoint under original/: vLLM reads the safetensors only.
+IGNORE_PATTERNS = "original/*,*.pth"
+
+# Fixed script; the repo, the target and the versions come from env vars, never spliced into the text.
+HYDRATION_SCRIPT = """set -eu
+if [ -f "$MODEL_DIR/$MARKER_FILE" ]; then
+  echo "already hydrated: $MODEL_DIR"
+  exit 0
+fi
+pip install --no-cache-dir --disable-pip-version-check "huggingface_hub==$HUGGINGFACE_HUB_VERSION"
+python3 -c '
+import os
+from huggingface_hub import snapshot_download
+snapshot_download(
+    repo_id=os.environ["HF_REPO"],
+    local_dir=os.environ["MODEL_DIR"],
+    ignore_patterns=os.environ["IGNORE_PATTERNS"].split(","),
+)
+'
+touch "$MODEL_DIR/$MARKER_FILE"
+echo "hydrated: $MODEL_DIR"
+"""
+
+
+def claim_name(plan: ServingPlan) -> str:
+    return plan.spec.storage.existing_claim or f"{plan.spec.name}-models"
+
+
+def creates_claim(plan: ServingPlan) -> bool:
+    return plan.uses_pvc and plan.spec.storage.existing_claim is None
+
+
+def hydrates(plan: ServingPlan) -> bool:
+    return plan.uses_pvc and plan.spec.storage.hydrate
+
+
+def storage_labels(plan: ServingPlan, extra: dict[str, str] | None = None) -> dict[str, str]:
+    return lbl.common_labels(plan.spec.name, STORAGE_COMPONENT, None, extra)
+
+
+def build_pvc(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    storage = plan.spec.storage
+    spec: dict[str, Any] = {
+        "accessModes": [storage.access_mode],
+        "resources": {"requests": {"storage": f"{plan.pvc_size_gib}Gi"}},
+    }
+    if storage.storage_class is not None:
+        spec["storageClassName"] = storage.storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": lbl.metadata(claim_name(plan), plan.namespace, storage_labels(plan, extra_labels)),
+        "spec": spec,
+    }
+
+
+def hydration_job_name(plan: ServingPlan) -> str:
+    return f"{plan.spec.name}-hydrate"
+
+
+def build_hydration_job(
+    plan: ServingPlan, extra_labels: dict[str, str] | None = None, *, skip_await: bool = False
+) -> dict[str, Any]:
+    """Download the model into the PVC once. Idempotent: a marker file written after success short-circuits reruns.
+
+    ``skip_await`` (tests only) adds ``pulumi.com/skipAwait``; by default Pulumi waits for the Job to complete, so
+    the serving workload (which depends on it) never starts on a half-written volume.
+    """
+    spec = plan.spec
+    storage = spec.storage
+    model_dir = plan.model_ref
+    env: list[dict[str, Any]] = [
+        {"name": "HF_REPO", "value": plan.hf_repo},
+        {"name": "MODEL_DIR", "value": model_dir},
+        {"name": "MARKER_FILE", "value": MARKER_FILE},
+        {"name": "HUGGINGFACE_HUB_VERSION", "value": HUGGINGFACE_HUB_VERSION},
+        {"name": "IGNORE_PATTERNS", "value": IGNORE_PATTERNS},
+        {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
+        {"name": "HOME", "value": "/tmp"},
+    ]
+    if storage.hf_token is not None:
+        env.append(secret_env("HF_TOKEN", storage.hf_token, hf_token_secret_name(spec.name), HF_TOKEN_SECRET_KEY))
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{
+            "name": "hydrate",
+            "image": HYDRATION_IMAGE,
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["sh", "-c", HYDRATION_SCRIPT],
+            "env": env,
+            "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+            # Runs as root: pip installs into the image's site-packages; nothing else is allowed.
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            "volumeMounts": [{"name": "models", "mountPath": MODEL_MOUNT_PATH}],
+        }],
+        "volumes": [{"name": "models", "persistentVolumeClaim": {"claimName": claim_name(plan)}}],
+    }
+    if storage.kind == "local-nvme":
+        # A node-local volume binds where its first pod runs: download on a node of the GPU that will serve it.
+        pod_spec["nodeSelector"] = {"nvidia.com/gpu.product": plan.gpu.product_label}
+        pod_spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    annotations = {"pulumi.com/timeoutSeconds": str(HYDRATION_TIMEOUT_SECONDS)}
+    if skip_await:
+        annotations["pulumi.com/skipAwait"] = "true"
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": lbl.metadata(hydration_job_name(plan), plan.namespace, storage_labels(plan, extra_labels),
+                                 annotations),
+        "spec": {
+            "backoffLimit": 3,
+            "activeDeadlineSeconds": HYDRATION_TIMEOUT_SECONDS,
+            "template": {"metadata": {"labels": storage_labels(plan, extra_labels)}, "spec": pod_spec},
+        },
+    }
+
+
+def build_storage_secrets(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The HF-token Secret to create from a Pulumi secret (data filled in by the shell), if any."""
+    token = plan.spec.storage.hf_token
+    if token is None or token.pulumi_secret is None:
+        return []
+    if not (hydrates(plan) or plan.spec.storage.kind == "hf-download"):
+        return []
+    return [build_generated_secret(hf_token_secret_name(plan.spec.name), plan.namespace,
+                                   storage_labels(plan, extra_labels))]
+
+
+def build_storage(
+    plan: ServingPlan, extra_labels: dict[str, str] | None = None, *, skip_await: bool = False
+) -> list[dict[str, Any]]:
+    """PVC then hydration Job (no Secrets: see build_storage_secrets)."""
+    objects: list[dict[str, Any]] = []
+    if creates_claim(plan):
+        objects.append(build_pvc(plan, extra_labels))
+    if hydrates(plan):
+        objects.append(build_hydration_job(plan, extra_labels, skip_await=skip_await))
+    return objects

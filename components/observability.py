@@ -1,0 +1,21 @@
+"""Observability: ServiceMonitor/PodMonitor, PrometheusRule alerts and the Grafana dashboard of one model."""
+
+from __future__ import annotations
+
+import pulumi
+
+from ..runtime.derive import ServingPlan
+from ..runtime.spec import ObservabilitySpec
+from .builders.observability import build_observability
+from .kube import inherited_depends_on, register_objects
+
+
+class Observability(pulumi.ComponentResource):
+    def __init__(
+        self, name: str, plan: ServingPlan, observability: ObservabilitySpec, *,
+        labels: dict[str, str] | None = None, opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("vllm-pulumi:index:Observability", name, None, opts)
+        after = inherited_depends_on(opts)
+        register_objects(f"{name}-observability", build_observability(plan, observability, labels), self, after)
+        self.register_outputs({})

@@ -1,0 +1,221 @@
+"""The Pulumi program under mocks: what gets registered, under which parent, in which order, and secrets kept secret."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from vllm_pulumi.components.builders.addons import GPU_OPERATOR_CHART, KEDA_CHART, LWS_CHART
+from vllm_pulumi.components.manifests import read_stack_config
+
+from .mocking import Registration, RecordingMonitor, by_type, plain_strings, run_program, unwrap_secrets
+
+API_KEY = "sk-test-5f1d3c0e-never-in-plain-text"
+HF_TOKEN = "hf_test_b7a9e2-never-in-plain-text"
+SECRETS = {"vllmApiKey": API_KEY, "hfToken": HF_TOKEN}
+OUR_COMPONENTS = {
+    "vllm-pulumi:index:VllmStack", "vllm-pulumi:index:GpuNodePool", "vllm-pulumi:index:GpuOperator",
+    "vllm-pulumi:index:Keda", "vllm-pulumi:index:LwsController", "vllm-pulumi:index:ModelStore",
+    "vllm-pulumi:index:VllmService", "vllm-pulumi:index:QueueAutoscaler", "vllm-pulumi:index:Observability",
+}
+CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+_RUNS: dict[str, RecordingMonitor] = {}
+
+
+def run_stack(stack: str) -> RecordingMonitor:
+    """One mocked run per reference stack, shared by the tests that only read it."""
+    if stack not in _RUNS:
+        _RUNS[stack] = run_program(read_stack_config(stack), SECRETS, stack=stack)
+    return _RUNS[stack]
+
+
+def named(monitor: RecordingMonitor, type_: str, name: str) -> Registration:
+    matches = [r for r in monitor.registrations if r.type == type_ and r.name == name]
+    assert len(matches) == 1, f"expected one {type_} {name}, got {[r.name for r in by_type(monitor, type_)]}"
+    return matches[0]
+
+
+def objs(registration: Registration) -> list[dict[str, Any]]:
+    return list(registration.inputs["objs"])
+
+
+# ---- resource types -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("stack", "expected"), [
+    pytest.param("local", {CONFIG_GROUP: 5, RELEASE: 0, NODE_GROUP: 0}, id="render-mode-no-addons-no-nodes"),
+    pytest.param("edge", {CONFIG_GROUP: 5, RELEASE: 0, NODE_GROUP: 0}, id="kubeconfig-addons-marked-installed"),
+    pytest.param("prod", {CONFIG_GROUP: 5, RELEASE: 2, NODE_GROUP: 1}, id="eks-gpu-operator-and-keda"),
+    pytest.param("multinode", {CONFIG_GROUP: 4, RELEASE: 2, NODE_GROUP: 1}, id="eks-gpu-operator-and-lws"),
+])
+def test_resource_counts_per_stack(stack: str, expected: dict[str, int]) -> None:
+    monitor = run_stack(stack)
+    assert {type_: len(by_type(monitor, type_)) for type_ in expected} == expected
+
+
+def test_kinds_in_config_groups_match_build_manifests() -> None:
+    from vllm_pulumi.components.manifests import build_manifests, load_stack
+
+    monitor = run_stack("prod")
+    registered = [(o["kind"], o["metadata"]["name"]) for r in by_type(monitor, CONFIG_GROUP) for o in objs(r)]
+    secrets = [("Secret", r.inputs["metadata"]["name"]) for r in by_type(monitor, "kubernetes:core/v1:Secret")]
+    rendered = [(o["kind"], o["metadata"]["name"]) for o in build_manifests(load_stack("prod"))]
+    assert sorted(registered + secrets) == sorted(rendered)
+
+
+# ---- parents --------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stack", ["local", "prod", "multinode"])
+def test_every_resource_has_one_of_our_components_as_parent(stack: str) -> None:
+    monitor = run_stack(stack)
+    by_urn = {r.urn: r for r in monitor.registrations}
+    for registration in monitor.registrations:
+        if registration.type.startswith("pulumi:providers:") or registration.type == "vllm-pulumi:index:VllmStack":
+            continue
+        parent = by_urn.get(registration.parent)
+        assert parent is not None and parent.type in OUR_COMPONENTS, (
+            f"{registration.type} {registration.name} has parent {registration.parent}")
+    stack_component = by_type(monitor, "vllm-pulumi:index:VllmStack")[0]
+    for registration in monitor.registrations:
+        if registration.type in OUR_COMPONENTS - {"vllm-pulumi:index:VllmStack"}:
+            assert registration.parent == stack_component.urn
+
+
+# ---- order: nodes -> add-ons -> storage -> serving -> autoscaling -> observability ---------------------------------
+def _depends(monitor: RecordingMonitor, later: Registration, earlier: Registration) -> bool:
+    return earlier.urn in later.dependencies
+
+
+@pytest.mark.parametrize(("stack", "model", "addons"), [
+    pytest.param("prod", "llama-3-3-70b", ["gpu-operator", "keda"], id="prod-deployment"),
+    pytest.param("multinode", "llama-3-1-405b", ["gpu-operator", "lws"], id="multinode-lws"),
+])
+def test_explicit_order(stack: str, model: str, addons: list[str]) -> None:
+    monitor = run_stack(stack)
+    node_group = by_type(monitor, NODE_GROUP)[0]
+    releases = [named(monitor, RELEASE, addon) for addon in addons]
+    storage = named(monitor, CONFIG_GROUP, f"{model}-storage")
+    serving = named(monitor, CONFIG_GROUP, f"{model}-serving")
+    observability = named(monitor, CONFIG_GROUP, f"{model}-observability")
+    namespace = named(monitor, CONFIG_GROUP, "namespace")
+    for release in releases:
+        assert _depends(monitor, release, node_group), f"{release.name} does not wait for the GPU nodes"
+        assert _depends(monitor, storage, release), f"storage does not wait for {release.name}"
+        assert _depends(monitor, serving, release), f"serving does not wait for {release.name} (CRDs)"
+    assert _depends(monitor, storage, namespace)
+    assert _depends(monitor, serving, storage), "serving does not wait for the hydrated store"
+    assert _depends(monitor, observability, serving)
+    if stack == "prod":
+        autoscaling = named(monitor, CONFIG_GROUP, f"{model}-autoscaling")
+        assert _depends(monitor, autoscaling, serving)
+        assert _depends(monitor, autoscaling, named(monitor, RELEASE, "keda"))
+
+
+# ---- secrets --------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stack", ["prod", "multinode"])
+def test_pulumi_secrets_never_appear_in_plain_text(stack: str) -> None:
+    monitor = run_stack(stack)
+    for registration in monitor.registrations:
+        visible = plain_strings(unwrap_secrets(registration.inputs))
+        for secret in (API_KEY, HF_TOKEN):
+            assert not any(secret in text for text in visible), f"{secret} in plain text in {registration.name}"
+
+
+def test_secret_objects_carry_their_value_as_a_secret() -> None:
+    monitor = run_stack("prod")
+    secrets = {r.name: r for r in by_type(monitor, "kubernetes:core/v1:Secret")}
+    assert set(secrets) == {"llama-3-3-70b-api-key", "llama-3-3-70b-hf-token"}
+    assert unwrap_secrets(secrets["llama-3-3-70b-api-key"].inputs["stringData"]) == "[secret]"
+    assert unwrap_secrets(secrets["llama-3-3-70b-hf-token"].inputs["stringData"]) == "[secret]"
+    serving = named(monitor, CONFIG_GROUP, "llama-3-3-70b-serving")
+    assert secrets["llama-3-3-70b-api-key"].urn in serving.dependencies
+    deployment = next(o for o in objs(serving) if o["kind"] == "Deployment")
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "llama-3-3-70b-api-key",
+                                                                   "key": "api-key"}}} in env
+
+
+def test_missing_pulumi_secret_config_fails_before_registering() -> None:
+    import pulumi
+
+    with pytest.raises((pulumi.ConfigMissingError, Exception)) as error:
+        run_program(read_stack_config("prod"), {"hfToken": HF_TOKEN}, stack="prod")
+    assert "vllmApiKey" in str(error.value)
+
+
+# ---- providers, add-ons, nodes --------------------------------------------------------------------------------------
+def test_render_mode_provider_writes_to_the_stack_directory() -> None:
+    provider = by_type(run_stack("local"), "pulumi:providers:kubernetes")[0]
+    assert provider.inputs["renderYamlToDirectory"] == "rendered/local"
+
+
+def test_kubeconfig_mode_provider_uses_the_context() -> None:
+    provider = by_type(run_stack("edge"), "pulumi:providers:kubernetes")[0]
+    assert provider.inputs["context"] == "edge"
+
+
+def test_eks_mode_kubeconfig_authenticates_with_aws_eks_get_token() -> None:
+    provider = by_type(run_stack("prod"), "pulumi:providers:kubernetes")[0]
+    kubeconfig = json.loads(provider.inputs["kubeconfig"])
+    user = kubeconfig["users"][0]["user"]["exec"]
+    assert user["command"] == "aws"
+    assert user["args"][:4] == ["eks", "get-token", "--cluster-name", "ml-prod"]
+    assert "us-east-1" in user["args"]
+    assert by_type(run_stack("prod"), "pulumi:providers:aws")[0].inputs["region"] == "us-east-1"
+
+
+@pytest.mark.parametrize(("stack", "release", "chart"), [
+    pytest.param("prod", "gpu-operator", GPU_OPERATOR_CHART, id="gpu-operator"),
+    pytest.param("prod", "keda", KEDA_CHART, id="keda"),
+    pytest.param("multinode", "lws", LWS_CHART, id="lws-oci"),
+])
+def test_addon_releases_are_pinned_upstream_charts(stack: str, release: str, chart: Any) -> None:
+    registration = named(run_stack(stack), RELEASE, release)
+    assert registration.inputs["chart"] == chart.chart
+    assert registration.inputs["version"] == chart.version
+    assert registration.inputs["namespace"] == chart.namespace
+    if chart.repository:
+        assert registration.inputs["repositoryOpts"] == {"repo": chart.repository}
+    else:
+        assert "repositoryOpts" not in registration.inputs
+
+
+def test_gpu_operator_on_eks_keeps_the_ami_driver() -> None:
+    values = named(run_stack("prod"), RELEASE, "gpu-operator").inputs["values"]
+    assert values["driver"]["enabled"] is False
+    assert values["toolkit"]["enabled"] is False
+    assert values["dcgmExporter"]["serviceMonitor"]["enabled"] is True
+
+
+def test_prod_node_group() -> None:
+    monitor = run_stack("prod")
+    node_group = by_type(monitor, NODE_GROUP)[0].inputs
+    assert node_group["instanceTypes"] == ["p5.48xlarge"]
+    assert node_group["amiType"] == "AL2023_x86_64_NVIDIA"
+    assert node_group["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
+    assert node_group["capacityType"] == "ON_DEMAND"
+    assert node_group["nodeRoleArn"].endswith("h100-node-role")
+    assert len(by_type(monitor, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")) == 3
+    template = by_type(monitor, "aws:ec2/launchTemplate:LaunchTemplate")[0].inputs
+    assert template["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 200
+    assert "networkInterfaces" not in template, "single-node pool: no EFA"
+    assert not by_type(monitor, "aws:ec2/placementGroup:PlacementGroup")
+
+
+def test_multinode_node_group_gets_efa_and_a_cluster_placement_group() -> None:
+    monitor = run_stack("multinode")
+    template = by_type(monitor, "aws:ec2/launchTemplate:LaunchTemplate")[0].inputs
+    interfaces = template["networkInterfaces"]
+    assert len(interfaces) == 32 and {i["interfaceType"] for i in interfaces} == {"efa"}
+    assert interfaces[0]["securityGroups"] == ["sg-0123456789abcdef0"]
+    placement = by_type(monitor, "aws:ec2/placementGroup:PlacementGroup")[0]
+    assert placement.inputs["strategy"] == "cluster"
+    assert template["placement"]["groupName"] == placement.name
+
+
+def test_hydration_job_is_awaited_by_default() -> None:
+    storage = named(run_stack("prod"), CONFIG_GROUP, "llama-3-3-70b-storage")
+    job = next(o for o in objs(storage) if o["kind"] == "Job")
+    assert "pulumi.com/skipAwait" not in job["metadata"].get("annotations", {})
