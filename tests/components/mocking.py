@@ -103,6 +103,21 @@ def run_program(raw: Any, secrets: dict[str, str] | None = None, stack: str = "t
     return monitor
 
 
+def run_program_expecting_error(
+    raw: Any, secrets: dict[str, str] | None = None, stack: str = "test"
+) -> tuple[BaseException, RecordingMonitor]:
+    """Like run_program for a program that must fail: the error it raised and what was registered before it."""
+    config = {f"{PROJECT}:deployment": json.dumps(raw)}
+    config.update({f"{PROJECT}:{key}": value for key, value in (secrets or {}).items()})
+    monitor = use_mocks(config, [f"{PROJECT}:{key}" for key in secrets or {}], stack)
+    program = load_program()
+    try:
+        run_under_mocks(program.program)
+    except Exception as error:  # noqa: BLE001 - the test inspects whatever the program raised
+        return error, monitor
+    raise AssertionError("the program registered its resources instead of failing")
+
+
 def run_under_mocks(body: Callable[[], Any]) -> None:
     @pulumi.runtime.test  # type: ignore[misc]
     def wrapped() -> Any:

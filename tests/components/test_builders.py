@@ -1,0 +1,510 @@
+"""Table tests for the pure builders: each case names the rule it checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.schema import validate_all
+from vllm_pulumi.components.builders import addons, autoscaling, network, nodes, observability, serving, storage
+from vllm_pulumi.components.manifests import build_manifests
+from vllm_pulumi.runtime import annotations as ann
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.models import CATALOG
+from vllm_pulumi.runtime.spec import GpuNodePoolSpec
+
+from .specs import MULTINODE_MODEL, plan, stack
+
+AUTOSCALED = {"autoscaling": {"min_replicas": 1, "max_replicas": 4}}
+
+
+def pod_spec(workload: dict[str, Any], template: str = "leaderTemplate") -> dict[str, Any]:
+    if workload["kind"] == "Deployment":
+        return dict(workload["spec"]["template"]["spec"])
+    return dict(workload["spec"]["leaderWorkerTemplate"][template]["spec"])
+
+
+def container(workload: dict[str, Any], template: str = "leaderTemplate") -> dict[str, Any]:
+    return dict(pod_spec(workload, template)["containers"][0])
+
+
+# ---- workload choice and replicas ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("case", "model", "base", "kind"), [
+    ("one-gpu-fits-one-pod", {}, None, "Deployment"),
+    ("tp4-on-one-node-stays-one-pod", {"gpu": "h100-sxm", "gpus_per_node": 8, "model": "llama-3.1-70b",
+                                       "engine": {"tensor_parallel_size": 4}}, None, "Deployment"),
+    ("tp8-pp2-over-8-gpu-nodes-is-lws", {}, MULTINODE_MODEL, "LeaderWorkerSet"),
+])
+def test_workload_kind_follows_the_plan_layout(case: str, model: dict[str, Any], base: dict[str, Any] | None,
+                                               kind: str) -> None:
+    workload = serving.build_workload(plan(model, base))
+    assert workload["kind"] == kind, case
+
+
+@pytest.mark.parametrize(("case", "model", "base", "replicas"), [
+    ("fixed-replicas-deployment", {"replicas": 2}, None, 2),
+    ("autoscaled-deployment-omits-replicas", AUTOSCALED, None, None),
+    ("fixed-replicas-lws", {}, MULTINODE_MODEL, 1),
+    ("autoscaled-lws-omits-replicas", AUTOSCALED, MULTINODE_MODEL, None),
+])
+def test_replicas_omitted_when_an_autoscaler_owns_them(case: str, model: dict[str, Any],
+                                                       base: dict[str, Any] | None, replicas: int | None) -> None:
+    assert serving.build_workload(plan(model, base))["spec"].get("replicas") == replicas, case
+
+
+@pytest.mark.parametrize("base", [None, MULTINODE_MODEL], ids=["deployment", "lws"])
+def test_rollout_never_drops_a_serving_replica(base: dict[str, Any] | None) -> None:
+    spec = serving.build_workload(plan({}, base))["spec"]
+    if "strategy" in spec:
+        assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    else:
+        assert spec["rolloutStrategy"] == {"type": "RollingUpdate",
+                                           "rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0}}
+
+
+# ---- probes, drain, resources --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("case", "model", "base"), [
+    ("derived-budget", {}, None),
+    ("explicit-budget-and-grace", {"lifecycle": {"startup_budget_seconds": 1800,
+                                                 "termination_grace_period_seconds": 400}}, None),
+    ("slow-nfs", {"storage": {"kind": "nfs", "read_gb_per_second": 0.05}}, None),
+    ("lws-leader", {}, MULTINODE_MODEL),
+])
+def test_probe_windows_come_from_the_plan(case: str, model: dict[str, Any], base: dict[str, Any] | None) -> None:
+    serving_plan = plan(model, base)
+    main = container(serving.build_workload(serving_plan))
+    startup, liveness = main["startupProbe"], main["livenessProbe"]
+    assert startup["failureThreshold"] == serving_plan.startup_probe_failure_threshold, case
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= serving_plan.startup_budget_seconds, case
+    assert liveness["failureThreshold"] == serving_plan.liveness_probe_failure_threshold, case
+    assert liveness["periodSeconds"] * liveness["failureThreshold"] >= serving_plan.termination_grace_period_seconds
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert main[probe]["httpGet"] == {"path": "/health", "port": "http"}, (case, probe)
+
+
+@pytest.mark.parametrize("base", [None, MULTINODE_MODEL], ids=["deployment", "lws"])
+def test_drain_prestop_grace_and_shutdown_timeout(base: dict[str, Any] | None) -> None:
+    serving_plan = plan({}, base)
+    workload = serving.build_workload(serving_plan)
+    main = container(workload)
+    assert main["lifecycle"] == {"preStop": {"sleep": {"seconds": serving_plan.pre_stop_sleep_seconds}}}
+    assert pod_spec(workload)["terminationGracePeriodSeconds"] == serving_plan.termination_grace_period_seconds
+    assert f"--shutdown-timeout={serving_plan.shutdown_timeout_seconds}" in main["args"]
+    assert serving_plan.shutdown_timeout_seconds > 0
+
+
+def test_no_prestop_when_the_spec_sets_zero() -> None:
+    main = container(serving.build_workload(plan({"lifecycle": {"pre_stop_sleep_seconds": 0}})))
+    assert "lifecycle" not in main
+
+
+@pytest.mark.parametrize(("case", "model", "limits"), [
+    ("no-limits-by-default", {}, {"nvidia.com/gpu": 1}),
+    ("limits-only-when-set", {"resources": {"cpu_limit": "12", "memory_limit_gib": 64}},
+     {"nvidia.com/gpu": 1, "cpu": "12", "memory": "64Gi"}),
+])
+def test_resources(case: str, model: dict[str, Any], limits: dict[str, Any]) -> None:
+    serving_plan = plan(model)
+    resources = container(serving.build_workload(serving_plan))["resources"]
+    assert resources["limits"] == limits, case
+    assert resources["requests"] == {"cpu": serving_plan.cpu_request, "memory": f"{serving_plan.memory_request_gib}Gi",
+                                     "nvidia.com/gpu": 1}
+
+
+def test_shm_gpu_selector_toleration_and_read_only_models() -> None:
+    serving_plan = plan({"gpu": "h100-sxm", "gpus_per_node": 8, "model": "llama-3.1-70b",
+                         "engine": {"tensor_parallel_size": 4}})
+    workload = serving.build_workload(serving_plan)
+    spec = pod_spec(workload)
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes["shm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": f"{serving_plan.shm_size_gib}Gi"}
+    assert volumes["models"]["persistentVolumeClaim"] == {"claimName": "llm-models", "readOnly": True}
+    assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    mounts = {m["name"]: m for m in container(workload)["volumeMounts"]}
+    assert mounts["models"] == {"name": "models", "mountPath": "/models", "readOnly": True}
+    assert mounts["shm"]["mountPath"] == "/dev/shm"
+    assert container(workload)["resources"]["requests"]["nvidia.com/gpu"] == 4
+    assert "--tensor-parallel-size=4" in container(workload)["args"]
+
+
+def test_hardened_security_context_and_redirected_caches() -> None:
+    workload = serving.build_workload(plan())
+    main = container(workload)
+    assert main["securityContext"]["allowPrivilegeEscalation"] is False
+    assert main["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert pod_spec(workload)["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    for variable in ("HF_HOME", "VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME"):
+        assert env[variable].startswith("/cache"), variable
+    assert {m["mountPath"] for m in main["volumeMounts"]} >= {"/cache", "/tmp"}
+
+
+def test_labels_annotations_and_scrape_hints() -> None:
+    workload = serving.build_workload(plan())
+    labels = workload["metadata"]["labels"]
+    assert labels["app.kubernetes.io/name"] == "vllm" and labels["app.kubernetes.io/instance"] == "llm"
+    assert labels["app.kubernetes.io/component"] == "server"
+    assert labels["app.kubernetes.io/managed-by"] == "pulumi" and labels["app.kubernetes.io/version"] == "0.33.0"
+    template = workload["spec"]["template"]["metadata"]["annotations"]
+    assert template["prometheus.io/scrape"] == "true" and template["prometheus.io/port"] == "8000"
+    for meta in (workload["metadata"]["annotations"], template):
+        assert meta[ann.MODEL] == "llama-3.1-8b" and meta[ann.GPU] == "l4"
+        assert meta[ann.STORAGE_KIND] == "efs" and meta[ann.STARTUP_BUDGET_SECONDS].isdigit()
+        assert ann.MODEL_CONFIG not in meta, "catalog models need no config annotation"
+
+
+def test_model_outside_the_catalog_carries_its_config(tmp_path: Path) -> None:
+    hf_id, config = CATALOG["llama-3.1-8b"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    workload = serving.build_workload(plan({"model": str(path), "hf_repo": "acme/my-llama"}))
+    facts = json.loads(workload["metadata"]["annotations"][ann.MODEL_CONFIG])
+    assert facts["num_hidden_layers"] == 32 and facts["num_key_value_heads"] == 8
+    assert workload["metadata"]["annotations"][ann.MODEL] == "acme/my-llama"
+
+
+# ---- LeaderWorkerSet -----------------------------------------------------------------------------------------------
+def test_lws_leader_runs_ray_head_then_vllm_with_args_passed_safely() -> None:
+    serving_plan = plan(AUTOSCALED, MULTINODE_MODEL)
+    lws = serving.build_workload(serving_plan)
+    group = lws["spec"]["leaderWorkerTemplate"]
+    assert group["size"] == serving_plan.layout.size == 2
+    assert group["restartPolicy"] == "RecreateGroupOnPodRestart"
+    leader = container(lws)
+    assert leader["command"][:2] == ["bash", "-c"]
+    script = leader["command"][2]
+    assert "ray start --head --port=6379" in script and 'exec vllm serve "$@"' in script
+    assert "LWS_GROUP_SIZE" in script
+    assert serving_plan.spec.name not in script, "no user value is spliced into the script"
+    assert leader["args"] == serving_plan.args
+    assert "--distributed-executor-backend=ray" in leader["args"]
+    assert "--tensor-parallel-size=8" in leader["args"] and "--pipeline-parallel-size=2" in leader["args"]
+
+
+def test_lws_workers_join_the_leader_and_keep_gpus_through_the_drain() -> None:
+    serving_plan = plan({}, MULTINODE_MODEL)
+    lws = serving.build_workload(serving_plan)
+    worker = container(lws, "workerTemplate")
+    worker_pod = pod_spec(lws, "workerTemplate")
+    assert worker["command"][:3] == ["ray", "start", "--address=$(LWS_LEADER_ADDRESS):6379"]
+    assert "--block" in worker["command"]
+    assert worker["resources"]["limits"]["nvidia.com/gpu"] == 8
+    assert worker_pod["terminationGracePeriodSeconds"] == serving_plan.termination_grace_period_seconds
+    assert {v["name"] for v in worker_pod["volumes"]} >= {"shm", "models"}
+    sleep = worker["lifecycle"]["preStop"]["sleep"]["seconds"]
+    assert serving_plan.pre_stop_sleep_seconds + serving_plan.shutdown_timeout_seconds == sleep
+    assert sleep < serving_plan.termination_grace_period_seconds
+    assert "startupProbe" not in worker
+    labels = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["labels"]
+    assert labels["app.kubernetes.io/component"] == "worker"
+
+
+@pytest.mark.parametrize(("case", "base", "selector_extra"), [
+    ("deployment-selects-server-pods", None, {}),
+    ("lws-selects-leaders-only", MULTINODE_MODEL, {"leaderworkerset.sigs.k8s.io/name": "big"}),
+])
+def test_service_selects_ready_serving_pods(case: str, base: dict[str, Any] | None,
+                                            selector_extra: dict[str, str]) -> None:
+    serving_plan = plan({}, base)
+    service = network.build_service(serving_plan)
+    assert service["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]
+    expected = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": serving_plan.spec.name,
+                "app.kubernetes.io/component": "server", **selector_extra}
+    assert service["spec"]["selector"] == expected, case
+
+
+# ---- PDB, NetworkPolicy, secrets -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("case", "model", "created"), [
+    ("single-replica-no-pdb-so-node-drains-proceed", {}, False),
+    ("autoscaled-min-1-no-pdb", AUTOSCALED, False),
+    ("two-fixed-replicas-one-at-a-time", {"replicas": 2}, True),
+    ("autoscaled-min-2-one-at-a-time", {"autoscaling": {"min_replicas": 2, "max_replicas": 4}}, True),
+])
+def test_pod_disruption_budget(case: str, model: dict[str, Any], created: bool) -> None:
+    pdb = serving.build_pod_disruption_budget(plan(model))
+    assert (pdb is not None) == created, case
+    if pdb is not None:
+        assert pdb["spec"]["maxUnavailable"] == 1
+
+
+@pytest.mark.parametrize(("case", "model", "base", "peers"), [
+    ("prometheus-only", {}, None, 1),
+    ("namespaces-and-prometheus", {"network": {"allowed_namespaces": ["apps"]}}, None, 2),
+    ("pods-in-namespaces", {"network": {"allowed_namespaces": ["apps"], "allowed_pod_labels": {"app": "gw"}}},
+     None, 2),
+    ("lws-group-traffic", {}, MULTINODE_MODEL, 2),
+])
+def test_network_policy(case: str, model: dict[str, Any], base: dict[str, Any] | None, peers: int) -> None:
+    policy = network.build_network_policy(plan(model, base))
+    assert policy is not None
+    ingress = policy["spec"]["ingress"]
+    assert len(ingress) == peers, case
+    prometheus = [rule for rule in ingress if rule["from"][0].get("namespaceSelector", {}).get(
+        "matchExpressions", [{}])[0].get("values") == ["monitoring"]]
+    assert prometheus and prometheus[0]["ports"] == [{"protocol": "TCP", "port": 8000}]
+    if base is MULTINODE_MODEL:
+        assert {"from": [{"podSelector": {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": "big"}}}]} in ingress
+    if model.get("network", {}).get("allowed_pod_labels"):
+        peer = ingress[0]["from"][0]
+        assert peer["podSelector"] == {"matchLabels": {"app": "gw"}} and "namespaceSelector" in peer
+
+
+def test_network_policy_can_be_turned_off() -> None:
+    assert network.build_network_policy(plan({"network": {"network_policy": False}})) is None
+
+
+@pytest.mark.parametrize(("case", "api_key", "secret_name", "creates"), [
+    ("existing-secret", {"existing_secret": {"name": "keys", "key": "vllm"}}, ("keys", "vllm"), False),
+    ("pulumi-secret", {"pulumi_secret": "vllmApiKey"}, ("llm-api-key", "api-key"), True),
+])
+def test_api_key_from_a_secret_key_ref(case: str, api_key: dict[str, Any], secret_name: tuple[str, str],
+                                       creates: bool) -> None:
+    serving_plan = plan({"api_key": api_key})
+    env = {e["name"]: e for e in container(serving.build_workload(serving_plan))["env"]}
+    assert env["VLLM_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": secret_name[0], "key": secret_name[1]}
+    generated = serving.build_serving_secrets(serving_plan)
+    assert bool(generated) == creates, case
+    for secret in generated:
+        assert "data" not in secret and "stringData" not in secret, "values are added by the shell, as secrets"
+
+
+# ---- storage -------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("case", "storage_spec", "kinds"), [
+    ("pvc-and-hydration", {}, ["PersistentVolumeClaim", "Job"]),
+    ("existing-claim-hydrated", {"existing_claim": "weights"}, ["Job"]),
+    ("existing-claim-as-is", {"existing_claim": "weights", "hydrate": False}, []),
+    ("s3-streamer-no-volume", {"kind": "s3-runai-streamer", "s3_uri": "s3://bucket/llama"}, []),
+])
+def test_storage_objects(case: str, storage_spec: dict[str, Any], kinds: list[str]) -> None:
+    serving_plan = plan({"storage": storage_spec})
+    assert [o["kind"] for o in storage.build_storage(serving_plan)] == kinds, case
+
+
+def test_pvc_size_access_mode_and_class_from_spec_and_plan() -> None:
+    serving_plan = plan({"storage": {"access_mode": "ReadOnlyMany"}})
+    pvc = storage.build_pvc(serving_plan)
+    assert pvc["spec"] == {"accessModes": ["ReadOnlyMany"], "storageClassName": "efs-sc",
+                           "resources": {"requests": {"storage": f"{serving_plan.pvc_size_gib}Gi"}}}
+
+
+def test_s3_streamer_loads_with_runai_and_mounts_no_pvc() -> None:
+    serving_plan = plan({"storage": {"kind": "s3-runai-streamer", "s3_uri": "s3://bucket/llama"}})
+    main = container(serving.build_workload(serving_plan))
+    assert main["args"][0] == "s3://bucket/llama" and "--load-format=runai_streamer" in main["args"]
+    assert "models" not in {m["name"] for m in main["volumeMounts"]}
+
+
+@pytest.mark.parametrize(("case", "skip_await"), [("default-awaited", False), ("test-flag", True)])
+def test_hydration_job(case: str, skip_await: bool) -> None:
+    serving_plan = plan({"storage": {"hf_token": {"existing_secret": {"name": "hf", "key": "token"}}}})
+    job = storage.build_hydration_job(serving_plan, skip_await=skip_await)
+    annotations = job["metadata"]["annotations"]
+    assert ("pulumi.com/skipAwait" in annotations) == skip_await, case
+    main = job["spec"]["template"]["spec"]["containers"][0]
+    assert ":" in main["image"] and not main["image"].endswith(":latest")
+    script = main["command"][2]
+    assert script.index('[ -f "$MODEL_DIR/$MARKER_FILE" ]') < script.index("snapshot_download")
+    assert script.index("snapshot_download") < script.index('touch "$MODEL_DIR/$MARKER_FILE"')
+    env = {e["name"]: e for e in main["env"]}
+    assert env["HF_REPO"]["value"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert env["MODEL_DIR"]["value"] == serving_plan.model_ref
+    assert env["HUGGINGFACE_HUB_VERSION"]["value"] == storage.HUGGINGFACE_HUB_VERSION
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hf", "key": "token"}
+    assert "meta-llama" not in script, "repo ids travel in env vars, never in the script"
+
+
+# ---- autoscaling ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("case", "base", "target"), [
+    ("deployment-target", None, {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"}),
+    ("lws-target", MULTINODE_MODEL, {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                                     "name": "big"}),
+])
+def test_scaled_object_targets_the_workload(case: str, base: dict[str, Any] | None, target: dict[str, str]) -> None:
+    scaled = autoscaling.build_scaled_object(plan(AUTOSCALED, base))
+    assert scaled is not None and scaled["spec"]["scaleTargetRef"] == target, case
+
+
+def test_scaled_object_queue_trigger_and_windows() -> None:
+    serving_plan = plan({"served_model_name": "chat", "autoscaling": {
+        "min_replicas": 1, "max_replicas": 6, "queue_threshold": 7, "scale_down_stabilization_seconds": 600,
+        "fallback_replicas": 2}})
+    scaled = autoscaling.build_scaled_object(serving_plan)
+    assert scaled is not None
+    spec = scaled["spec"]
+    trigger = spec["triggers"][0]
+    assert trigger["type"] == "prometheus"
+    assert trigger["metadata"]["query"] == 'sum(vllm:num_requests_waiting{namespace="inference",model_name="chat"})'
+    assert trigger["metadata"]["threshold"] == "7"
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (1, 6)
+    assert spec["cooldownPeriod"] == serving_plan.cooldown_seconds
+    behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 600
+    assert behavior["scaleUp"]["policies"] == [{"type": "Pods", "value": 1,
+                                                "periodSeconds": serving_plan.startup_budget_seconds}]
+    assert spec["fallback"] == {"failureThreshold": 3, "replicas": 2}
+    assert all(t["type"] not in ("cpu", "memory") for t in spec["triggers"])
+    assert "idleReplicaCount" not in spec
+
+
+@pytest.mark.parametrize(("case", "extra", "triggers", "idle"), [
+    ("queue-only", {}, ["queue"], None),
+    ("with-kv-cache-trigger", {"kv_cache_trigger": True}, ["queue", "kv-cache"], None),
+    ("scale-to-zero-when-asked", {"min_replicas": 0, "scale_to_zero": True}, ["queue"], 0),
+])
+def test_scaled_object_variants(case: str, extra: dict[str, Any], triggers: list[str], idle: int | None) -> None:
+    serving_plan = plan({"autoscaling": {"min_replicas": 1, "max_replicas": 3, **extra}})
+    scaled = autoscaling.build_scaled_object(serving_plan)
+    assert scaled is not None
+    assert [t["name"] for t in scaled["spec"]["triggers"]] == triggers, case
+    assert scaled["spec"].get("idleReplicaCount") == idle, case
+    if idle is not None:
+        assert scaled["spec"]["minReplicaCount"] >= 1 and any("scale to zero" in w for w in serving_plan.warnings)
+    if "kv-cache" in triggers:
+        assert "vllm:kv_cache_usage_perc" in scaled["spec"]["triggers"][1]["metadata"]["query"]
+
+
+def test_no_scaled_object_without_autoscaling() -> None:
+    assert autoscaling.build_scaled_object(plan()) is None
+
+
+# ---- observability -------------------------------------------------------------------------------------------------
+def _all_exprs(objects: list[dict[str, Any]]) -> str:
+    return json.dumps(objects)
+
+
+def test_metric_names_are_the_ones_vllm_033_exports() -> None:
+    serving_plan = plan()
+    text = _all_exprs(observability.build_observability(serving_plan, stack().observability))
+    for name in ("vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:time_to_first_token_seconds_bucket",
+                 "vllm:inter_token_latency_seconds_bucket", "vllm:generation_tokens_total",
+                 "vllm:num_preemptions_total", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_PROF_DRAM_ACTIVE"):
+        assert name in text, name
+    for gone in ("gpu_cache_usage_perc", "time_per_output_token_seconds_bucket", 'generation_tokens{'):
+        assert gone not in text, gone
+
+
+def test_alerts() -> None:
+    rule = observability.build_prometheus_rule(plan(), stack().observability)
+    assert rule is not None
+    alerts = {r["alert"]: r for r in rule["spec"]["groups"][0]["rules"]}
+    assert set(alerts) == {"VllmQueueGrowing", "VllmKvCacheHigh", "VllmTtftP95High", "VllmPreemptions",
+                           "VllmEngineDown"}
+    assert "histogram_quantile(0.95" in alerts["VllmTtftP95High"]["expr"]
+    assert alerts["VllmTtftP95High"]["expr"].endswith("> 2.0")
+    assert "absent(up" in alerts["VllmEngineDown"]["expr"] and "== 0" in alerts["VllmEngineDown"]["expr"]
+    assert rule["metadata"]["labels"]["release"] == "prometheus"
+
+
+def test_dashboard_has_six_panels_and_the_sidecar_label() -> None:
+    config_map = observability.build_dashboard_config_map(plan(), stack().observability)
+    assert config_map is not None and config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    board = json.loads(next(iter(config_map["data"].values())))
+    assert len(board["panels"]) == 6 and len(board["uid"]) <= 40
+
+
+@pytest.mark.parametrize(("case", "monitor", "kind"), [
+    ("service-monitor", "ServiceMonitor", "ServiceMonitor"),
+    ("pod-monitor", "PodMonitor", "PodMonitor"),
+    ("none", "none", None),
+])
+def test_monitor_kind_per_spec(case: str, monitor: str, kind: str | None) -> None:
+    spec = stack(observability={"monitor": monitor, "monitor_labels": {"team": "ml"}})
+    serving_plan = plan(observability={"monitor": monitor})
+    built = observability.build_monitor(serving_plan, spec.observability)
+    assert (built["kind"] if built else None) == kind, case
+    if built is not None:
+        assert built["metadata"]["labels"]["team"] == "ml"
+
+
+# ---- add-ons and nodes ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("case", "mode", "override", "driver"), [
+    ("eks-ami-ships-the-driver", "eks", None, False),
+    ("elsewhere-the-operator-installs-it", "kubeconfig", None, True),
+    ("spec-wins", "eks", True, True),
+])
+def test_gpu_operator_driver(case: str, mode: str, override: bool | None, driver: bool) -> None:
+    from vllm_pulumi.runtime.spec import GpuOperatorSpec, ObservabilitySpec
+
+    values = addons.gpu_operator_values(GpuOperatorSpec(driver_enabled=override), mode, ObservabilitySpec())
+    assert values["driver"]["enabled"] is driver, case
+    assert values["dcgmExporter"]["enabled"] and values["dcgmExporter"]["serviceMonitor"]["enabled"]
+    assert values["devicePlugin"]["enabled"] and values["gfd"]["enabled"]
+
+
+def test_addon_values_merge_over_ours_without_mutating() -> None:
+    base = {"a": {"b": 1, "c": 2}}
+    assert addons.deep_merge(base, {"a": {"c": 3}, "d": 4}) == {"a": {"b": 1, "c": 3}, "d": 4}
+    assert base == {"a": {"b": 1, "c": 2}}
+
+
+@pytest.mark.parametrize(("case", "model", "base", "keys"), [
+    ("fixed-single-pod-only-gpu-operator", {}, None, ["gpu-operator"]),
+    ("autoscaled-adds-keda", AUTOSCALED, None, ["gpu-operator", "keda"]),
+    ("multi-node-adds-lws", {}, MULTINODE_MODEL, ["gpu-operator", "lws"]),
+])
+def test_addons_installed_only_when_needed(case: str, model: dict[str, Any], base: dict[str, Any] | None,
+                                           keys: list[str]) -> None:
+    spec = stack(model, base)
+    serving_plan = plan(model, base)
+    assert [a.key for a in addons.build_addons(spec, [serving_plan])] == keys, case
+
+
+def _pool(**settings: Any) -> GpuNodePoolSpec:
+    return GpuNodePoolSpec.model_validate({"name": "gpu", "instance_type": "p5.48xlarge",
+                                           "subnet_ids": ["subnet-1"], **settings})
+
+
+@pytest.mark.parametrize(("case", "pool", "plans_base", "efa", "placement"), [
+    ("single-node-no-efa", {}, None, False, False),
+    ("multi-node-efa-and-placement", {}, MULTINODE_MODEL, True, True),
+    ("efa-forced-off", {"efa": False}, MULTINODE_MODEL, False, False),
+])
+def test_node_group(case: str, pool: dict[str, Any], plans_base: dict[str, Any] | None, efa: bool,
+                    placement: bool) -> None:
+    plans: list[ServingPlan] = [plan({}, plans_base)] if plans_base else []
+    description = nodes.build_node_group(_pool(**pool), "cluster", plans)
+    assert (description.efa, description.placement_group) == (efa, placement), case
+    args = nodes.node_group_args(description)
+    assert args["ami_type"] == "AL2023_x86_64_NVIDIA" and args["instance_types"] == ["p5.48xlarge"]
+    assert args["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
+    template = nodes.launch_template_args(description)
+    assert template["block_device_mappings"][0]["ebs"]["volume_size"] == 200
+    assert ("network_interfaces" in template) == efa
+    assert (nodes.placement_group_args(description) is not None) == placement
+
+
+def test_capacity_block_goes_through_the_launch_template() -> None:
+    description = nodes.build_node_group(
+        _pool(capacity_type="CAPACITY_BLOCK", capacity_reservation_id="cr-0123"), "cluster", [])
+    template = nodes.launch_template_args(description)
+    assert template["capacity_reservation_specification"]["capacity_reservation_target"] == {
+        "capacity_reservation_id": "cr-0123"}
+    assert template["instance_market_options"] == {"market_type": "capacity-block"}
+
+
+# ---- whole stacks --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("case", "model", "base"), [
+    ("autoscaled-deployment", AUTOSCALED, None),
+    ("lws-with-api-key", {"api_key": {"existing_secret": {"name": "k", "key": "v"}}}, MULTINODE_MODEL),
+    ("s3-streamer", {"storage": {"kind": "s3-runai-streamer", "s3_uri": "s3://b/m"}}, None),
+    ("pod-monitor-no-alerts", {}, None),
+])
+def test_variants_validate_against_schemas(case: str, model: dict[str, Any], base: dict[str, Any] | None) -> None:
+    validate_all(build_manifests(stack(model, base, observability={"monitor": "PodMonitor", "alerts": False})))
+
+
+def test_namespace_only_when_asked() -> None:
+    assert build_manifests(stack())[0]["kind"] == "Namespace"
+    assert all(o["kind"] != "Namespace" for o in build_manifests(stack(create_namespace=False)))
+
+
+def test_builders_do_not_mutate_the_plan() -> None:
+    serving_plan = plan(AUTOSCALED)
+    before = list(serving_plan.args)
+    objects = build_manifests(stack(AUTOSCALED), [serving_plan])
+    container(objects[[o["kind"] for o in objects].index("Deployment")])["args"].append("--mutated")
+    assert serving_plan.args == before
