@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pulumi
 
+from vllm_pulumi.components.builders.addons import build_addons, render_mode_notes
 from vllm_pulumi.components.provider import build_provider
 from vllm_pulumi.components.stack import VllmStack, pulumi_secret_keys
 from vllm_pulumi.runtime.derive import plan_deployment
@@ -24,6 +25,8 @@ def program() -> None:
     for plan in plans:
         for warning in plan.warnings:
             pulumi.log.warn(f"{plan.spec.name}: {warning}")
+    for note in render_mode_notes(spec, build_addons(spec, plans)):
+        pulumi.log.warn(note)
 
     connection = build_provider(spec.cluster)
     stack = VllmStack(

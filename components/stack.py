@@ -4,6 +4,7 @@ GPU nodes -> add-ons (their CRDs) -> namespace and storage -> serving -> autosca
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import pulumi
@@ -74,7 +75,11 @@ class VllmStack(pulumi.ComponentResource):
                 self.node_pools.append(node_pool)
         nodes.extend(self.node_pools)
 
-        self.addons = [ADDON_CLASSES[addon.key](addon.key, addon, opts=after(nodes)) for addon in build_addons(spec, plans)]
+        releases = build_addons(spec, plans)
+        if spec.cluster.mode == "render":
+            # Nothing to install into: the manifests are written to a directory (render_mode_notes tells the user).
+            releases = [dataclasses.replace(release, install=False) for release in releases]
+        self.addons = [ADDON_CLASSES[addon.key](addon.key, addon, opts=after(nodes)) for addon in releases]
         addons: list[pulumi.Resource] = list(self.addons)
 
         namespace: list[pulumi.Resource] = []

@@ -113,3 +113,15 @@ def build_addons(spec: DeploymentSpec, plans: list[ServingPlan]) -> list[AddonRe
         releases.append(AddonRelease("lws", chart_for(LWS_CHART, addons.lws), lws_values(addons.lws),
                                      addons.lws.install))
     return releases
+
+
+def render_mode_notes(spec: DeploymentSpec, releases: list[AddonRelease]) -> list[str]:
+    """Render mode writes manifests only; a Helm release needs a cluster, so installed add-ons cannot be rendered."""
+    if spec.cluster.mode != "render":
+        return []
+    return [
+        f"addons.{release.key.replace('-', '_')}.install is true in render mode: Helm releases are not written to "
+        f"{getattr(spec.cluster, 'directory', 'the directory')}; install {release.chart.chart} {release.chart.version} "
+        "separately or set install: false"
+        for release in releases if release.install
+    ]

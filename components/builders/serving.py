@@ -76,6 +76,16 @@ done
 exec vllm serve "$@"
 """
 
+# A worker waits for the leader's Ray head instead of failing: with RecreateGroupOnPodRestart a worker that exits
+# because the leader is still pulling its image would restart the whole group, over and over.
+WORKER_SCRIPT = """set -euo pipefail
+until ray health-check --address "${LWS_LEADER_ADDRESS}:6379" >/dev/null 2>&1; do
+  echo "waiting for the Ray head at ${LWS_LEADER_ADDRESS}:6379"
+  sleep 5
+done
+exec ray start --address="${LWS_LEADER_ADDRESS}:6379" --block --disable-usage-stats
+"""
+
 # Hardening the upstream image allows. Not set, and why:
 # - runAsNonRoot / runAsUser: vllm/vllm-openai runs as root and keeps its Python environment under root-owned paths;
 #   a numeric non-root user breaks Ray and pip-installed extensions at start. Capabilities are dropped instead, so
@@ -309,9 +319,7 @@ def build_leader_worker_set(plan: ServingPlan, extra_labels: dict[str, str] | No
         "name": "vllm-worker",
         "image": plan.image,
         "imagePullPolicy": "IfNotPresent",
-        # $(VAR) is expanded by the kubelet from LWS's injected env; no shell involved.
-        "command": ["ray", "start", f"--address=$(LWS_LEADER_ADDRESS):{RAY_PORT}", "--block",
-                    "--disable-usage-stats"],
+        "command": ["bash", "-c", WORKER_SCRIPT, "vllm-worker"],
         "env": [{"name": key, "value": value} for key, value in CACHE_ENV.items()],
         "resources": resources(plan),
         # Workers outlive the leader's drain: the leader's engine still needs their GPUs while requests finish.
@@ -330,6 +338,7 @@ def build_leader_worker_set(plan: ServingPlan, extra_labels: dict[str, str] | No
                 "type": "RollingUpdate",
                 "rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0},
             },
+            # Workers start with the leader: LeaderReady would deadlock (the leader is ready only once they joined).
             "startupPolicy": "LeaderCreated",
             "leaderWorkerTemplate": {
                 "size": plan.layout.size,

@@ -190,8 +190,9 @@ def test_lws_workers_join_the_leader_and_keep_gpus_through_the_drain() -> None:
     lws = serving.build_workload(serving_plan)
     worker = container(lws, "workerTemplate")
     worker_pod = pod_spec(lws, "workerTemplate")
-    assert worker["command"][:3] == ["ray", "start", "--address=$(LWS_LEADER_ADDRESS):6379"]
-    assert "--block" in worker["command"]
+    assert worker["command"][:2] == ["bash", "-c"]
+    assert 'exec ray start --address="${LWS_LEADER_ADDRESS}:6379" --block' in worker["command"][2]
+    assert worker["command"][2].index("ray health-check") < worker["command"][2].index("exec ray start")
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == 8
     assert worker_pod["terminationGracePeriodSeconds"] == serving_plan.termination_grace_period_seconds
     assert {v["name"] for v in worker_pod["volumes"]} >= {"shm", "models"}
@@ -508,3 +509,11 @@ def test_builders_do_not_mutate_the_plan() -> None:
     objects = build_manifests(stack(AUTOSCALED), [serving_plan])
     container(objects[[o["kind"] for o in objects].index("Deployment")])["args"].append("--mutated")
     assert serving_plan.args == before
+
+
+def test_render_mode_notes_name_the_addon_setting() -> None:
+    spec = stack(AUTOSCALED, cluster={"mode": "render", "directory": "out"},
+                 addons={"gpu_operator": {"install": True}, "keda": {"install": True}})
+    notes = addons.render_mode_notes(spec, addons.build_addons(spec, [plan(AUTOSCALED)]))
+    assert [note.split(" ")[0] for note in notes] == ["addons.gpu_operator.install", "addons.keda.install"]
+    assert addons.render_mode_notes(stack(), addons.build_addons(stack(), [plan()])) == []

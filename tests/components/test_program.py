@@ -225,3 +225,11 @@ def test_hydration_job_is_awaited_by_default() -> None:
     storage = named(run_stack("prod"), CONFIG_GROUP, "llama-3-3-70b-storage")
     job = next(o for o in objs(storage) if o["kind"] == "Job")
     assert "pulumi.com/skipAwait" not in job["metadata"].get("annotations", {})
+
+
+def test_render_mode_never_creates_helm_releases() -> None:
+    raw = read_stack_config("local")
+    raw["addons"] = {"gpu_operator": {"install": True}, "keda": {"install": True}}
+    monitor = run_program(raw, stack="local")
+    assert not by_type(monitor, RELEASE)
+    assert by_type(monitor, "vllm-pulumi:index:GpuOperator"), "the component stays, marked not installed"
