@@ -15,6 +15,7 @@ import yaml
 
 from .engine import Config, ConfigError, Finding, evaluate
 from .loader import InputError, load_paths
+from .registry import all_rules, reads
 
 EXIT_OK, EXIT_MANDATORY, EXIT_INPUT = 0, 1, 2
 
@@ -67,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         config = load_config(args.config)
-        resources = load_paths(args.paths)
+        active = [rule for rule in all_rules().values() if config.level(rule) != "disabled"]
+        resources = load_paths(args.paths, needed=reads(active))
     except (InputError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT

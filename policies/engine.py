@@ -128,6 +128,9 @@ def evaluate(
     rules = all_rules()
     selected = [rules[name] for name in only] if only is not None else list(rules.values())
     findings: list[Finding] = []
+    by_kind: dict[str, list[Resource]] = {}
+    for resource in resources:
+        by_kind.setdefault(resource.kind, []).append(resource)
     for rule in selected:
         level = config.level(rule)
         if level == "disabled":
@@ -137,9 +140,8 @@ def evaluate(
             for violation in check_stack(rule, resources, settings):
                 findings.append(finding(rule, level, violation, violation.resource or resources[0]))
             continue
-        kinds = rule.kinds
-        for resource in resources:
-            if resource.kind in kinds:
+        for kind in rule.kinds:
+            for resource in by_kind.get(kind, ()):
                 for violation in check_resource(rule, resource, settings):
                     findings.append(finding(rule, level, violation, resource))
     return findings

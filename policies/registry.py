@@ -64,6 +64,9 @@ class Rule:
     check: Callable[..., Iterable[Violation]]
     kinds: tuple[str, ...]
     settings: Mapping[str, Setting] = field(default_factory=dict)
+    text_filter: tuple[str, ...] = ()
+    """When set, an object whose YAML text contains none of these strings cannot violate the rule (so the offline
+    checker need not parse it for this rule)."""
 
     def defaults(self) -> dict[str, Any]:
         return {key: setting.default for key, setting in self.settings.items()}
@@ -75,6 +78,7 @@ RULES: dict[str, Rule] = {}
 def rule(
     name: str, *, group: str, description: str, enforcement: Enforcement, severity: Severity, why: str, fix: str,
     kinds: Sequence[str], scope: Scope = "resource", settings: Mapping[str, Setting] | None = None,
+    text_filter: Sequence[str] = (),
 ) -> Callable[[Callable[..., Iterable[Violation]]], Callable[..., Iterable[Violation]]]:
     """Register a rule function under ``name``; the function stays a plain function that tests call directly."""
 
@@ -82,10 +86,30 @@ def rule(
         if name in RULES:
             raise ValueError(f"rule {name!r} registered twice")
         RULES[name] = Rule(name, group, " ".join(description.split()), enforcement, severity, " ".join(why.split()),
-                           " ".join(fix.split()), scope, check, tuple(kinds), dict(settings or {}))
+                           " ".join(fix.split()), scope, check, tuple(kinds), dict(settings or {}),
+                           tuple(text_filter))
         return check
 
     return register
+
+
+def reads(rules: Iterable[Rule]) -> Callable[[str, str], bool]:
+    """``reads(kind, text)``: whether any of ``rules`` looks at an object of this kind with this YAML text."""
+    always: set[str] = set()
+    filtered: dict[str, list[tuple[str, ...]]] = {}
+    for item in rules:
+        for kind in item.kinds:
+            if item.text_filter:
+                filtered.setdefault(kind, []).append(item.text_filter)
+            else:
+                always.add(kind)
+
+    def needed(kind: str, text: str) -> bool:
+        if kind in always:
+            return True
+        return any(marker in text for markers in filtered.get(kind, ()) for marker in markers)
+
+    return needed
 
 
 def all_rules() -> dict[str, Rule]:

@@ -202,7 +202,7 @@ def _exposures(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
 
 @rule(
     "api-key-when-exposed", group="Security", enforcement="mandatory", severity="critical", scope="stack",
-    kinds=("Service", "Ingress", "HTTPRoute", "Deployment", "StatefulSet", "LeaderWorkerSet", "Pod"),
+    kinds=("Service", "Ingress", "HTTPRoute", "GRPCRoute", "Deployment", "StatefulSet", "LeaderWorkerSet", "Pod"),
     description="A vLLM server reachable from outside the cluster (a LoadBalancer or NodePort Service, or a Service "
                 "behind an Ingress or HTTPRoute, selecting its pods) requires an API key: VLLM_API_KEY or "
                 "--api-key=$(VAR) from a Secret.",

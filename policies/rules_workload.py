@@ -50,6 +50,7 @@ REMOVED_METRICS: dict[str, str] = {
     "vllm:gpu_prefix_cache_hit_rate": "rate(vllm:prefix_cache_hits) / rate(vllm:prefix_cache_queries)",
 }
 _METRIC = re.compile(r"vllm:[a-z_]+")
+_REMOVED_METRIC = re.compile("|".join(re.escape(name) for name in REMOVED_METRICS))
 MIN_VLLM = (0, 33)
 
 
@@ -653,7 +654,7 @@ def no_plaintext_secrets(res: Resource, settings: Mapping[str, Any]) -> Iterator
                 if is_secret_like_env(env_name) and isinstance(value, str) and value and not value.startswith("$("):
                     yield Violation(f"container {name!r}: env {env_name} has a literal value",
                                     f"use env {env_name} valueFrom.secretKeyRef")
-            command = serve_command(container)
+            command = res.command_of(container)
             if command is None:
                 continue
             for flag in ("api-key", "hf-token"):
@@ -679,13 +680,15 @@ def removed_vllm_flags(res: Resource, settings: Mapping[str, Any]) -> Iterator[V
 
 
 def _removed_metrics(text: str) -> list[str]:
+    if not _REMOVED_METRIC.search(text):
+        return []
     names = (re.sub(r"_(bucket|sum|count|total|created)$", "", m) for m in _METRIC.findall(text))
     return [m for m in dict.fromkeys(names) if m in REMOVED_METRICS]
 
 
 @rule(
     "removed-vllm-metrics", group="vLLM flags and metrics", enforcement="mandatory", severity="medium",
-    kinds=("ScaledObject", "PrometheusRule", "ConfigMap"),
+    kinds=("ScaledObject", "PrometheusRule", "ConfigMap"), text_filter=tuple(REMOVED_METRICS),
     description="KEDA queries, alert rules and dashboards do not use metrics vLLM 0.33 no longer exports "
                 "(vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds, ...).",
     why="A query on a metric that no longer exists returns nothing: the autoscaler never scales, the alert never "

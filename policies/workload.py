@@ -424,31 +424,14 @@ class Resource:
     def __init__(self, obj: dict[str, Any], source: str = "") -> None:
         self.obj = obj
         self.source = source
-
-    # ---- identity -------------------------------------------------------------------------------------------------
-    @property
-    def api_version(self) -> str:
-        return str(self.obj.get("apiVersion", ""))
-
-    @property
-    def kind(self) -> str:
-        return str(self.obj.get("kind", ""))
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return mapping(self.obj.get("metadata"))
-
-    @property
-    def name(self) -> str:
-        return str(self.metadata.get("name", ""))
-
-    @property
-    def namespace(self) -> str:
-        return str(self.metadata.get("namespace") or "")
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return mapping(self.obj.get("spec"))
+        # Identity is read by every rule for every object: worked out once.
+        self.api_version = str(obj.get("apiVersion", ""))
+        self.kind = str(obj.get("kind", ""))
+        self.metadata: dict[str, Any] = mapping(obj.get("metadata"))
+        self.name = str(self.metadata.get("name", ""))
+        self.namespace = str(self.metadata.get("namespace") or "")
+        self.spec: dict[str, Any] = mapping(obj.get("spec"))
+        self._commands: dict[int, ServeCommand | None] = {}
 
     @property
     def labels(self) -> dict[str, str]:
@@ -477,6 +460,13 @@ class Resource:
     def templates(self) -> list[PodTemplate]:
         return pod_templates(self.obj) if self.kind in POD_KINDS else []
 
+    def command_of(self, container: dict[str, Any]) -> ServeCommand | None:
+        """``serve_command`` of one of this object's containers, parsed once."""
+        key = id(container)
+        if key not in self._commands:
+            self._commands[key] = serve_command(container)
+        return self._commands[key]
+
     @property
     def is_lws(self) -> bool:
         return self.kind == "LeaderWorkerSet"
@@ -495,7 +485,7 @@ class Resource:
             return found
         for template in self.templates:
             for container in template.containers:
-                command = serve_command(container)
+                command = self.command_of(container)
                 if command is not None:
                     merged = {**self.annotations, **template.annotations}
                     server = Server(template, container, command, merged)
