@@ -73,7 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InputError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT
-    findings = evaluate(resources, config)
+    findings = sorted(evaluate(resources, config), key=lambda f: (
+        f.file, f.resource["namespace"], f.resource["kind"], f.resource["name"], f.enforcement != "mandatory",
+        f.policy))
     if args.format == "json":
         json.dump([f.to_dict() for f in findings], sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -166,8 +166,9 @@ def metrics_scraped(resources: Sequence[Resource], settings: Mapping[str, Any]) 
                 continue
             services_text = ", ".join(s.name for s in selecting) or "none"
             yield Violation(
-                f"{workload.describe()} ({template.path}): no prometheus.io/scrape annotation and no PodMonitor, or "
-                f"ServiceMonitor over a Service selecting its pods (Services selecting them: {services_text})",
+                f"nothing scrapes the vLLM pods of {template.path}: no prometheus.io/scrape annotation, no PodMonitor "
+                f"and no ServiceMonitor over a Service selecting them in the input (Services selecting them: "
+                f"{services_text})",
                 "add a ServiceMonitor whose selector matches the vLLM Service's labels", resource=workload,
             )
 

@@ -154,3 +154,14 @@ def test_stack_policy_ignores_non_kubernetes_resources() -> None:
     POLICIES["metrics-scraped"].validate(  # type: ignore[attr-defined]
         StackValidationArgs([resource]), lambda message, urn=None: reported.append(message))
     assert reported == []
+
+
+def test_pack_layout() -> None:
+    """PulumiPolicy.yaml runs the pack in the project venv; only __main__.py instantiates the PolicyPack."""
+    root = Path(__file__).resolve().parents[2] / "policies"
+    project = yaml.safe_load((root / "PulumiPolicy.yaml").read_text())
+    assert project["runtime"]["name"] == "python"
+    assert project["runtime"]["options"]["virtualenv"] == "../.venv"
+    assert (root / "requirements.txt").read_text().count("pulumi-policy==1.21.0") == 1
+    constructing = [p.name for p in root.glob("*.py") if "PolicyPack(" in p.read_text()]
+    assert constructing == ["__main__.py"]
