@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,14 +24,24 @@ def inherited_depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Res
 def register_objects(
     name: str, objects: Sequence[dict[str, Any]], parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource] = ()
 ) -> k8s.yaml.v2.ConfigGroup | None:
-    """One ConfigGroup for a component's objects; the provider applies them in order and awaits each one."""
+    """One ConfigGroup for a component's objects; the provider applies them in order and awaits each one.
+
+    The objects go in as one YAML stream of JSON documents rather than as ``objs``: the SDK serializes a string in
+    constant time but walks every nested field of ``objs`` (about 4x the CPU per group, which dominated a program
+    with many models). Secrets never travel this way (see register_secret).
+    """
     if not objects:
         return None
     return k8s.yaml.v2.ConfigGroup(
         name,
-        objs=list(objects),
+        yaml=yaml_stream(objects),
         opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on)),
     )
+
+
+def yaml_stream(objects: Sequence[dict[str, Any]]) -> str:
+    """A multi-document YAML stream, each document the object as JSON (valid YAML, quoted strings, key order kept)."""
+    return "".join(f"---\n{json.dumps(obj, separators=(',', ':'), ensure_ascii=False)}\n" for obj in objects)
 
 
 def register_secret(

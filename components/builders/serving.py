@@ -179,7 +179,8 @@ def lifecycle(pre_stop_sleep_seconds: int) -> dict[str, Any]:
 
 
 def resources(plan: ServingPlan) -> dict[str, Any]:
-    """GPUs: requests = limits = GPUs per pod. CPU/memory requests from the plan; limits only when the spec sets them."""
+    """GPUs: requests = limits = GPUs per pod. CPU/memory requests from the plan; limits only where the spec sets
+    them (a CPU limit throttles vLLM's scheduler loop; a memory limit must cover /dev/shm, which the plan checks)."""
     gpus = plan.layout.gpus_per_pod
     requests: dict[str, Any] = {
         "cpu": plan.cpu_request,

@@ -382,7 +382,8 @@ def test_metric_names_are_the_ones_vllm_033_exports() -> None:
     text = _all_exprs(observability.build_observability(serving_plan, stack().observability))
     for name in ("vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:time_to_first_token_seconds_bucket",
                  "vllm:inter_token_latency_seconds_bucket", "vllm:generation_tokens_total",
-                 "vllm:num_preemptions_total", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_PROF_DRAM_ACTIVE"):
+                 "vllm:num_preemptions_total", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
+                 "DCGM_FI_PROF_DRAM_ACTIVE"):
         assert name in text, name
     for gone in ("gpu_cache_usage_perc", "time_per_output_token_seconds_bucket", 'generation_tokens{'):
         assert gone not in text, gone

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 
 from vllm_pulumi.components.builders.addons import GPU_OPERATOR_CHART, KEDA_CHART, LWS_CHART
 from vllm_pulumi.components.manifests import read_stack_config
@@ -49,7 +50,8 @@ def named(monitor: RecordingMonitor, type_: str, name: str) -> Registration:
 
 
 def objs(registration: Registration) -> list[dict[str, Any]]:
-    return list(registration.inputs["objs"])
+    """The objects a ConfigGroup applies (registered as a YAML stream)."""
+    return [doc for doc in yaml.safe_load_all(registration.inputs["yaml"]) if doc is not None]
 
 
 # ---- resource types -------------------------------------------------------------------------------------------------
@@ -233,3 +235,14 @@ def test_render_mode_never_creates_helm_releases() -> None:
     monitor = run_program(raw, stack="local")
     assert not by_type(monitor, RELEASE)
     assert by_type(monitor, "vllm-pulumi:index:GpuOperator"), "the component stays, marked not installed"
+
+
+@pytest.mark.parametrize("stack", ["local", "edge", "prod", "multinode"])
+def test_config_groups_apply_exactly_the_built_manifests(stack: str) -> None:
+    from vllm_pulumi.components.manifests import build_manifests, load_stack
+
+    monitor = run_stack(stack)
+    registered = [o for r in by_type(monitor, CONFIG_GROUP) for o in objs(r)]
+    rendered = [o for o in build_manifests(load_stack(stack)) if o["kind"] != "Secret"]
+    key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
+    assert sorted(registered, key=key) == sorted(rendered, key=key)
