@@ -8,8 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .pack import CANNOT_CHECK_POLICY
-from .registry import Rule, all_rules
+from .registry import CANNOT_CHECK_POLICY, Rule, all_rules
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "policies.md"
 
@@ -39,8 +38,9 @@ def render() -> str:
         "The same rules run in two shells: the Pulumi CrossGuard pack (`pulumi preview --policy-pack policies`) and "
         "the offline checker over rendered YAML (`python -m policies.check PATH... [--format text|json] "
         "[--config FILE]`; exit 0 without mandatory findings, 1 with, 2 on unreadable input).", "",
-        "- **Enforcement** is overridable per rule: in the pack's config (`enforcementLevel`) or in the offline "
-        "`--config` file, which also takes each rule's settings:", "",
+        "- **Enforcement and settings** are overridable per rule, in the pack's config (`pulumi preview "
+        "--policy-pack policies --policy-pack-config FILE`) or in the offline `--config FILE`. The offline file may "
+        "be YAML or the pack's JSON: CrossGuard's `all` and `enforcementLevel` spellings are understood too.", "",
         "  ```yaml", "  rules:", "    grace-covers-drain: {enforcement: advisory, margin_seconds: 20}",
         "    metrics-scraped: mandatory", "  ```", "",
         "- **Exemptions** are written on the object, where they are reviewed: the annotation "

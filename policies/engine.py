@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .registry import ENFORCEMENTS, Enforcement, Rule, Severity, Violation, all_rules
+from .registry import CANNOT_CHECK_POLICY, ENFORCEMENTS, Enforcement, Rule, Severity, Violation, all_rules
 from .workload import Resource
 
 
@@ -43,11 +43,14 @@ class Config:
 
     enforcement: Mapping[str, Enforcement] = field(default_factory=dict)
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    all_rules_level: Enforcement | None = None
+    """CrossGuard's ``all`` key: the level of every rule not named on its own."""
 
     @classmethod
     def from_mapping(cls, raw: object) -> Config:
         """``{rules: {<rule>: {enforcement: advisory, <setting>: value}}}``; the top-level ``rules:`` key is optional
-        and ``enforcementLevel`` (CrossGuard's spelling) is accepted too, so one file serves both shells."""
+        and CrossGuard's own spellings are accepted too (``enforcementLevel``, a bare level string, the ``all`` key,
+        the pack-only cannot-check policy), so one policy-config file serves both shells."""
         if raw is None:
             return cls()
         if not isinstance(raw, dict):
@@ -58,7 +61,16 @@ class Config:
         known = all_rules()
         enforcement: dict[str, Enforcement] = {}
         settings: dict[str, dict[str, Any]] = {}
+        all_level: Enforcement | None = None
         for name, body in rules_raw.items():
+            if name == CANNOT_CHECK_POLICY:
+                continue  # offline, "cannot check" findings are advisory findings of their own rule
+            if name == "all":
+                level = body.get("enforcementLevel", body.get("enforcement")) if isinstance(body, dict) else body
+                if level not in ENFORCEMENTS:
+                    raise ConfigError(f"all: enforcement {level!r} is not one of {', '.join(ENFORCEMENTS)}")
+                all_level = level
+                continue
             if name not in known:
                 raise ConfigError(f"unknown rule {name!r} in the config; known rules: {', '.join(sorted(known))}")
             if isinstance(body, str):
@@ -81,10 +93,10 @@ class Config:
                 else:
                     valid = ", ".join(["enforcement", *known[name].settings])
                     raise ConfigError(f"rule {name}: unknown setting {key!r} (valid: {valid})")
-        return cls(enforcement, settings)
+        return cls(enforcement, settings, all_level)
 
     def level(self, rule: Rule) -> Enforcement:
-        return self.enforcement.get(rule.name, rule.enforcement)
+        return self.enforcement.get(rule.name, self.all_rules_level or rule.enforcement)
 
     def settings_for(self, rule: Rule) -> dict[str, Any]:
         return {**rule.defaults(), **self.settings.get(rule.name, {})}

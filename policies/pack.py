@@ -25,10 +25,9 @@ from pulumi_policy import (
 )
 
 from .engine import check_resource, check_stack
-from .registry import Rule, Violation, all_rules
+from .registry import CANNOT_CHECK_POLICY, Rule, Violation, all_rules
 from .workload import Resource
 
-CANNOT_CHECK_POLICY = "vllm-cannot-check"
 _LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY,
            "disabled": EnforcementLevel.DISABLED}
 _SEVERITIES = {"low": Severity.LOW, "medium": Severity.MEDIUM, "high": Severity.HIGH, "critical": Severity.CRITICAL}

@@ -15,6 +15,8 @@ Enforcement = Literal["mandatory", "advisory", "disabled"]
 Severity = Literal["low", "medium", "high", "critical"]
 Scope = Literal["resource", "stack"]
 ENFORCEMENTS: tuple[Enforcement, ...] = ("mandatory", "advisory", "disabled")
+CANNOT_CHECK_POLICY = "vllm-cannot-check"
+"""The pack's advisory policy for "cannot check" findings (CrossGuard fixes one level per policy)."""
 
 
 @dataclass(frozen=True)

@@ -182,3 +182,18 @@ def test_module_entry_point_runs_from_the_repo_root() -> None:
     )
     assert result.returncode == 1, result.stderr
     assert any(f["policy"] == "shutdown-timeout" for f in json.loads(result.stdout))
+
+
+def test_crossguard_policy_config_file_works_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same JSON a `pulumi preview --policy-pack-config` gets: `all`, enforcementLevel, settings, cannot-check."""
+    config = tmp_path / "policy-config.json"
+    config.write_text(json.dumps({
+        "all": "advisory",
+        "grace-covers-drain": {"enforcementLevel": "mandatory", "margin_seconds": 130},
+        "vllm-cannot-check": "advisory",
+    }))
+    code, out, _ = run(capsys, str(NO_SHUTDOWN_TIMEOUT), "--config", str(config), "--format", "json")
+    levels = {f["policy"]: f["enforcement"] for f in json.loads(out)}
+    assert levels["shutdown-timeout"] == "advisory"
+    assert levels["grace-covers-drain"] == "mandatory"
+    assert code == 1
