@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -57,13 +57,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
         return {}
 
 
-@dataclass
 class RecordingMonitor(MockMonitor):  # type: ignore[misc]
-    registrations: list[Registration] = field(default_factory=list)
-
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
-        self.registrations = []
+        self.registrations: list[Registration] = []
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC name)
         response = super().RegisterResource(request)
