@@ -34,7 +34,9 @@ def queue_query(plan: ServingPlan) -> str:
 
 
 def kv_cache_query(plan: ServingPlan) -> str:
-    return f"avg(vllm:kv_cache_usage_perc{{{metric_selector(plan)}}})"
+    """Summed over pods: with KEDA's default AverageValue the HPA divides by the replica count, so the threshold is
+    the KV cache use per replica (and KEDA's fallback, which refuses Value-type triggers, keeps working)."""
+    return f"sum(vllm:kv_cache_usage_perc{{{metric_selector(plan)}}})"
 
 
 def scaled_object_name(plan: ServingPlan) -> str:
@@ -62,7 +64,6 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
         triggers.append({
             "type": "prometheus",
             "name": "kv-cache",
-            "metricType": "Value",
             "metadata": {
                 "serverAddress": autoscaling.prometheus_address,
                 "query": kv_cache_query(plan),
