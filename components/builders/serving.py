@@ -8,8 +8,6 @@ liveness window covers the grace period, the startup window covers the startup b
 from __future__ import annotations
 
 import copy
-import json
-from dataclasses import asdict
 from typing import Any
 
 from ...runtime import annotations as ann
@@ -23,6 +21,7 @@ from ...runtime.derive import (
 )
 from ...runtime.models import catalog_id_for
 from . import labels as lbl
+from .modelconfig import model_config_annotation
 from .secrets import (
     API_KEY_SECRET_KEY,
     HF_TOKEN_SECRET_KEY,
@@ -130,8 +129,8 @@ def project_annotations(plan: ServingPlan) -> dict[str, str]:
         ann.STARTUP_BUDGET_SECONDS: str(plan.startup_budget_seconds),
     }
     if catalog_id is None:
-        # ModelFacts fields (the planner's view of config.json), so a policy can re-plan without the file.
-        result[ann.MODEL_CONFIG] = json.dumps(asdict(plan.model), sort_keys=True, separators=(",", ":"))
+        # The config.json fields the planner read, so a policy can re-plan without the file.
+        result[ann.MODEL_CONFIG] = model_config_annotation(plan.model)
     return result
 
 

@@ -13,7 +13,8 @@ from vllm_pulumi.components.builders import addons, autoscaling, network, nodes,
 from vllm_pulumi.components.manifests import build_manifests
 from vllm_pulumi.runtime import annotations as ann
 from vllm_pulumi.runtime.derive import ServingPlan
-from vllm_pulumi.runtime.models import CATALOG
+from vllm_pulumi.components.builders.modelconfig import config_fields
+from vllm_pulumi.runtime.models import CATALOG, catalog_model, parse_config
 from vllm_pulumi.runtime.spec import GpuNodePoolSpec
 
 from .specs import MULTINODE_MODEL, plan, stack
@@ -161,10 +162,17 @@ def test_model_outside_the_catalog_carries_its_config(tmp_path: Path) -> None:
     hf_id, config = CATALOG["llama-3.1-8b"]
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    workload = serving.build_workload(plan({"model": str(path), "hf_repo": "acme/my-llama"}))
-    facts = json.loads(workload["metadata"]["annotations"][ann.MODEL_CONFIG])
-    assert facts["num_hidden_layers"] == 32 and facts["num_key_value_heads"] == 8
+    serving_plan = plan({"model": str(path), "hf_repo": "acme/my-llama"})
+    workload = serving.build_workload(serving_plan)
+    config_json = json.loads(workload["metadata"]["annotations"][ann.MODEL_CONFIG])
+    assert parse_config(config_json, serving_plan.model.name, serving_plan.model.hf_id) == serving_plan.model
     assert workload["metadata"]["annotations"][ann.MODEL] == "acme/my-llama"
+
+
+@pytest.mark.parametrize("catalog_id", sorted(CATALOG))
+def test_model_config_annotation_reads_back_to_the_same_facts(catalog_id: str) -> None:
+    facts = catalog_model(catalog_id)
+    assert parse_config(config_fields(facts), facts.name, facts.hf_id) == facts
 
 
 # ---- LeaderWorkerSet -----------------------------------------------------------------------------------------------
