@@ -246,3 +246,19 @@ def test_config_groups_apply_exactly_the_built_manifests(stack: str) -> None:
     rendered = [o for o in build_manifests(load_stack(stack)) if o["kind"] != "Secret"]
     key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
     assert sorted(registered, key=key) == sorted(rendered, key=key)
+
+
+def test_plan_warnings_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING"):
+        run_program(read_stack_config("local"), stack="local")
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert any(message.startswith("llama-3-1-8b: 8 sequences of 32,768 tokens") for message in warnings), warnings
+
+
+def test_render_mode_refuses_pulumi_secrets_and_registers_nothing() -> None:
+    raw = read_stack_config("local")
+    raw["models"][0]["api_key"] = {"pulumi_secret": "vllmApiKey"}
+    error, monitor = run_program_expecting_error(raw, {"vllmApiKey": API_KEY}, stack="local")
+    assert "vllm-pulumi:deployment.models[0].api_key.pulumi_secret" in str(error)
+    assert API_KEY not in str(error)
+    assert monitor.registrations == []
