@@ -13,9 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from .engine import Config, ConfigError, Finding, evaluate
-from .loader import InputError, load_paths
-from .registry import all_rules, reads
+from .engine import Config, ConfigError, Finding
+from .loader import InputError
+from .offline import check_paths
 
 EXIT_OK, EXIT_MANDATORY, EXIT_INPUT = 0, 1, 2
 
@@ -68,12 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         config = load_config(args.config)
-        active = [rule for rule in all_rules().values() if config.level(rule) != "disabled"]
-        resources = load_paths(args.paths, needed=reads(active))
+        findings = check_paths(args.paths, config)
     except (InputError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT
-    findings = sorted(evaluate(resources, config), key=lambda f: (
+    findings = sorted(findings, key=lambda f: (
         f.file, f.resource["namespace"], f.resource["kind"], f.resource["name"], f.enforcement != "mandatory",
         f.policy))
     if args.format == "json":

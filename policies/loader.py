@@ -9,7 +9,6 @@ document is therefore not reported (kubectl or kubeconform validate those).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -70,13 +69,15 @@ def _construct(node: Node, loader: Any) -> Any:
         return node.value
     if tag == _MAP:
         result = {}
-        for key, value in node.value:
-            if key.tag == _MERGE:
+        for key, value in node.value:  # string keys and values inline: most nodes of a manifest are those
+            key_tag = key.tag
+            if key_tag == _MERGE:
                 return loader.construct_object(node, deep=True)
-            result[_construct(key, loader)] = _construct(value, loader)
+            result[key.value if key_tag == _STR else _construct(key, loader)] = (
+                value.value if value.tag == _STR else _construct(value, loader))
         return result
     if tag == _SEQ:
-        return [_construct(item, loader) for item in node.value]
+        return [item.value if item.tag == _STR else _construct(item, loader) for item in node.value]
     if tag == _INT and node.value.isdigit():
         return int(node.value)
     if tag == _BOOL and node.value in _BOOLS:
@@ -99,7 +100,6 @@ _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.MULTILINE)
 _TOP_LEVEL_KIND = re.compile(r"""^kind:[ \t]*["']?([A-Za-z][A-Za-z0-9]*)["']?[ \t]*(?:#.*)?\r?$""", re.MULTILINE)
 _CONTENT_LINE = re.compile(r"^[ \t]*[^#\s]", re.MULTILINE)
 
-FILES_PER_WORKER = 32
 Needed = Callable[[str, str], bool]
 """``needed(kind, text)``: whether a document of this kind and text has to be parsed."""
 
@@ -181,43 +181,13 @@ def load_text(text: str, source: str, needed: Needed | None = None) -> list[Reso
     return resources
 
 
-def _read(file: Path) -> str:
+def read_file(file: Path) -> str:
     try:
         return file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"{file}: cannot read: {error}") from None
 
 
-_NEEDED: Needed | None = None
-"""The worker processes' filter (inherited through fork; closures do not pickle)."""
-
-
-def _objects_of_file(file: str) -> list[dict[str, Any]]:
-    return [r.obj for r in load_text(_read(Path(file)), file, _NEEDED)]
-
-
-def _workers(files: int) -> int:
-    """Parallel parsing pays off from a few dozen files on; one process per available core."""
-    if files < FILES_PER_WORKER * 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, files // FILES_PER_WORKER))
-
-
 def load_paths(paths: Sequence[str], needed: Needed | None = None) -> list[Resource]:
-    """Every object in the given files and directories; raises InputError on anything unreadable.
-
-    Many files are parsed by one forked process per core (YAML parsing is the checker's main cost)."""
-    files = list(yaml_files(paths))
-    workers = _workers(len(files))
-    if workers == 1:
-        return [resource for file in files for resource in load_text(_read(file), str(file), needed)]
-    global _NEEDED
-    _NEEDED = needed
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            names = [str(f) for f in files]
-            parsed = pool.map(_objects_of_file, names, chunksize=max(1, len(names) // (workers * 4)))
-    finally:
-        _NEEDED = None
-    return [Resource(obj, name) for name, objects in zip(names, parsed) for obj in objects]
+    """Every object in the given files and directories; raises InputError on anything unreadable."""
+    return [resource for file in yaml_files(paths) for resource in load_text(read_file(file), str(file), needed)]

@@ -1,0 +1,62 @@
+"""The offline checker's work: load the files and run the rules, over several processes when there are many files.
+
+YAML parsing is most of the cost, so a forked worker per core parses its share of the files and runs the per-object
+rules on it; only the objects stack rules read (workloads, Services, monitors, autoscalers) come back to the parent,
+which runs the stack rules over all of them. Few files are checked in-process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .engine import Config, Finding, evaluate
+from .loader import load_text, read_file, yaml_files
+from .registry import all_rules, reads
+from .workload import Resource
+
+FILES_PER_WORKER = 32
+"""Fewer files than this per extra process do not repay forking it."""
+
+_JOB: dict[str, Any] = {}
+"""What the forked workers need (a closure and the config), inherited through fork rather than pickled."""
+
+
+def _workers(files: int) -> int:
+    if files < FILES_PER_WORKER * 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, files // FILES_PER_WORKER))
+
+
+def _check_file(file: str) -> tuple[list[Finding], list[dict[str, Any]]]:
+    resources = load_text(read_file(Path(file)), file, _JOB["needed"])
+    findings = evaluate(resources, _JOB["config"], only=_JOB["resource_rules"])
+    kinds = _JOB["stack_kinds"]
+    return findings, [r.obj for r in resources if r.kind in kinds]
+
+
+def check_paths(paths: Sequence[str], config: Config | None = None) -> list[Finding]:
+    """Every finding over the files and directories in ``paths``; raises InputError on unreadable input."""
+    config = config or Config()
+    active = [rule for rule in all_rules().values() if config.level(rule) != "disabled"]
+    needed = reads(active)
+    files = [str(f) for f in yaml_files(paths)]
+    workers = _workers(len(files))
+    if workers == 1:
+        resources = [r for file in files for r in load_text(read_file(Path(file)), file, needed)]
+        return evaluate(resources, config)
+    stack_rules = [rule.name for rule in active if rule.scope == "stack"]
+    _JOB.update(needed=needed, config=config, resource_rules=[r.name for r in active if r.scope == "resource"],
+                stack_kinds=frozenset(k for rule in active if rule.scope == "stack" for k in rule.kinds))
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            results = pool.map(_check_file, files, chunksize=max(1, len(files) // (workers * 4)))
+    finally:
+        _JOB.clear()
+    findings = [finding for file_findings, _ in results for finding in file_findings]
+    stack_objects = [Resource(obj, file) for file, (_, objects) in zip(files, results) for obj in objects]
+    return findings + evaluate(stack_objects, config, only=stack_rules)
