@@ -83,7 +83,9 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
                 "behavior": {
                     "scaleDown": {
                         "stabilizationWindowSeconds": autoscaling.scale_down_stabilization_seconds,
-                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": plan.cooldown_seconds}],
+                        # One replica per drain window (HPA caps a policy period at 30 min).
+                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": min(
+                            plan.cooldown_seconds or HPA_MAX_POLICY_PERIOD_SECONDS, HPA_MAX_POLICY_PERIOD_SECONDS)}],
                     },
                     # A new replica needs a whole startup budget before it takes load, and the queue does not shrink
                     # meanwhile: without a limit the HPA would keep adding replicas for the same backlog. One replica

@@ -526,3 +526,15 @@ def test_render_mode_notes_name_the_addon_setting() -> None:
     notes = addons.render_mode_notes(spec, addons.build_addons(spec, [plan(AUTOSCALED)]))
     assert [note.split(" ")[0] for note in notes] == ["addons.gpu_operator.install", "addons.keda.install"]
     assert addons.render_mode_notes(stack(), addons.build_addons(stack(), [plan()])) == []
+
+
+def test_hpa_policy_periods_stay_within_the_api_limit() -> None:
+    serving_plan = plan({"engine": {"shutdown_timeout_seconds": 3000}, "lifecycle": {"startup_budget_seconds": 4000},
+                         "autoscaling": {"min_replicas": 1, "max_replicas": 2}})
+    scaled = autoscaling.build_scaled_object(serving_plan)
+    assert scaled is not None
+    behavior = scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleUp"]["policies"][0]["periodSeconds"] == 1800
+    assert behavior["scaleDown"]["policies"][0]["periodSeconds"] == 1800
+    assert scaled["spec"]["cooldownPeriod"] == serving_plan.cooldown_seconds > 1800
+    validate_all([scaled])
