@@ -9,7 +9,7 @@ from typing import Any
 from vllm_pulumi.runtime.derive import MIN_COOLDOWN_SECONDS
 
 from .registry import Setting, Violation, rule
-from .rules_workload import server_has_api_key
+from .rules_workload import container_port, server_has_api_key, vllm_port
 from .workload import PodTemplate, Resource, as_int, mapping, sequence, strings
 
 _RESOURCE_METRICS = frozenset({"cpu", "memory"})
@@ -227,3 +227,36 @@ def api_key_when_exposed(resources: Sequence[Resource], settings: Mapping[str, A
                                       "<key>}}} on the vLLM container", resource=workload,
                     )
                     break
+
+
+@rule(
+    "service-targets-vllm-port", group="Networking", enforcement="mandatory", severity="high", scope="stack",
+    kinds=("Service", "Deployment", "StatefulSet", "LeaderWorkerSet", "Pod"),
+    description="A Service that selects vLLM server pods has a port whose targetPort reaches vLLM's --port (by "
+                "number, or by the name of a container port).",
+    why="A Service whose targetPort is another number, or a port name the vLLM container does not declare, sends "
+        "every request to a closed port; the pods look healthy and clients get connection errors.",
+    fix="Set the Service port's targetPort to the vLLM port (e.g. 8000) or the name of the containerPort that is it.",
+)
+def service_targets_vllm_port(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    services = [r for r in resources if r.kind == "Service" and r.spec.get("type") != "ExternalName"]
+    if not services:
+        return
+    for workload in resources:
+        for server in workload.servers:
+            port = vllm_port(server)
+            if port is None:
+                continue
+            labels = workload.pod_labels(server.template)
+            for service in services:
+                if service.namespace != workload.namespace or not service_selects(service, labels):
+                    continue
+                ports = [mapping(p) for p in sequence(service.spec.get("ports"))]
+                targets = [container_port(server.container, p.get("targetPort", p.get("port"))) for p in ports]
+                if port not in targets:
+                    written = ", ".join(repr(p.get("targetPort", p.get("port"))) for p in ports) or "none"
+                    yield Violation(
+                        f"Service {service.name} selects {workload.describe()} ({server.where}) but its target ports "
+                        f"({written}) do not reach vLLM's port {port}",
+                        f"set targetPort: {port} on the Service's port", resource=service,
+                    )

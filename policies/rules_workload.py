@@ -157,6 +157,47 @@ def readiness_probe(res: Resource, settings: Mapping[str, Any]) -> Iterator[Viol
                             "add readinessProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 5}")
 
 
+def container_port(container: dict[str, Any], port: object) -> int | None:
+    """The port number a probe or Service port means: a number, or the name of one of the container's ports."""
+    number = as_int(port)
+    if number is not None:
+        return number
+    for item in sequence(container.get("ports")):
+        item = mapping(item)
+        if item.get("name") == port:
+            return as_int(item.get("containerPort"))
+    return None
+
+
+def vllm_port(server: Server) -> int | None:
+    return server.command.int_flag("port", 8000)
+
+
+@rule(
+    "probes-target-vllm-port", group="Probes and lifecycle", enforcement="mandatory", severity="high", kinds=SERVING,
+    description="The vLLM container's startup, readiness and liveness probes reach vLLM's own port (--port, default "
+                "8000), by number or by the name of a container port.",
+    why="A probe on another port (or a port name the container does not declare) never succeeds: the pod never "
+        "becomes ready, or the startup probe restarts it forever.",
+    fix="Point httpGet.port at the vLLM port (e.g. 8000 or the name of the containerPort that is 8000).",
+)
+def probes_target_vllm_port(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    for server in res.servers:
+        port = vllm_port(server)
+        if port is None:
+            continue
+        for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+            probe = mapping(server.container.get(kind))
+            action = mapping(probe.get("httpGet")) or mapping(probe.get("tcpSocket"))
+            if "port" not in action:
+                continue
+            target = container_port(server.container, action["port"])
+            if target != port:
+                reached = f"port {target}" if target is not None else "no port of the container"
+                yield Violation(f"{server.where}: {kind} port {action['port']!r} is {reached}, but vLLM listens on "
+                                f"{port}", f"set {kind}.{'httpGet' if 'httpGet' in probe else 'tcpSocket'}.port: {port}")
+
+
 # ---- drain ----------------------------------------------------------------------------------------------------------
 @rule(
     "shutdown-timeout", group="Drain", enforcement="mandatory", severity="high", kinds=SERVING,
