@@ -705,6 +705,37 @@ def lws_workers_outlive_drain(res: Resource, settings: Mapping[str, Any]) -> Ite
                 )
 
 
+# ---- observability --------------------------------------------------------------------------------------------------
+@rule(
+    "scrape-annotation-port", group="Observability", enforcement="advisory", severity="low",
+    kinds=("Deployment", "StatefulSet", "LeaderWorkerSet", "Pod"),
+    description="A pod template of a vLLM workload annotated prometheus.io/scrape: 'true' runs a vLLM server on the "
+                "annotated prometheus.io/port (default: the server's --port).",
+    why="Prometheus scrapes every annotated pod; on pods where nothing serves that port (LeaderWorkerSet workers run "
+        "only Ray) the target is down forever, which pages whoever alerts on `up == 0`.",
+    fix="Remove the prometheus.io annotations from templates without a vLLM server, or point them at a port that "
+        "serves /metrics.",
+)
+def scrape_annotation_port(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    if not res.is_vllm:
+        return
+    for template in res.templates:
+        notes = template.annotations
+        if notes.get("prometheus.io/scrape") != "true":
+            continue
+        servers = [s for s in res.servers if s.template is template]
+        annotated = as_int(notes.get("prometheus.io/port"))
+        ports = {vllm_port(s) for s in servers}
+        if not servers:
+            yield Violation(f"{template.path} is annotated prometheus.io/scrape but runs no vLLM server "
+                            f"(port {notes.get('prometheus.io/port', 'unset')} serves no /metrics there)",
+                            f"remove the prometheus.io annotations from {template.path}")
+        elif annotated is not None and annotated not in ports:
+            yield Violation(f"{template.path}: prometheus.io/port {annotated} but vLLM serves /metrics on "
+                            f"{', '.join(map(str, sorted(p for p in ports if p)))}",
+                            f"set prometheus.io/port: '{min(p for p in ports if p)}'")
+
+
 # ---- security -------------------------------------------------------------------------------------------------------
 @rule(
     "no-privileged", group="Security", enforcement="mandatory", severity="high", kinds=SERVING,
