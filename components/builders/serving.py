@@ -366,25 +366,25 @@ def service_selector(plan: ServingPlan) -> dict[str, str]:
     return selector
 
 
-def minimum_replicas(plan: ServingPlan) -> int:
-    autoscaling = plan.spec.autoscaling
-    return autoscaling.min_replicas if autoscaling is not None else plan.spec.replicas
+def build_pod_disruption_budget(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """maxUnavailable 1 with unhealthy pods always evictable: voluntary evictions take one replica at a time, and
+    never block a node drain.
 
-
-def build_pod_disruption_budget(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """maxUnavailable 1, only when at least two replicas always run.
-
-    With one replica any budget that protects it also blocks every node drain (and with it cluster upgrades and
-    scale-down of GPU nodes); a single replica rides on maxSurge instead. With two or more, one at a time may go.
-    For an LWS the budget covers every pod of the set: evicting a worker restarts its whole group.
+    A single healthy replica may be evicted (1 of 1 allowed), so cluster upgrades and GPU node scale-down proceed;
+    the Deployment's maxSurge brings its replacement. A not-ready pod (still loading, or broken) is evictable too
+    (unhealthyPodEvictionPolicy AlwaysAllow), where the default policy would block the drain until it turned ready.
+    With several replicas (scaled out by KEDA), a drain of many nodes takes them one at a time. For an LWS the
+    budget covers every pod of the set: evicting a worker restarts its whole group.
     """
-    if minimum_replicas(plan) < 2:
-        return None
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels)),
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": lbl.selector_labels(plan.spec.name)}},
+        "spec": {
+            "maxUnavailable": 1,
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+            "selector": {"matchLabels": lbl.selector_labels(plan.spec.name)},
+        },
     }
 
 
@@ -400,8 +400,4 @@ def build_serving_secrets(plan: ServingPlan, extra_labels: dict[str, str] | None
 
 def build_serving(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Workload and PodDisruptionBudget of one model (Service and NetworkPolicy: network.py)."""
-    objects = [build_workload(plan, extra_labels)]
-    pdb = build_pod_disruption_budget(plan, extra_labels)
-    if pdb is not None:
-        objects.append(pdb)
-    return objects
+    return [build_workload(plan, extra_labels), build_pod_disruption_budget(plan, extra_labels)]

@@ -227,17 +227,20 @@ def test_service_selects_ready_serving_pods(case: str, base: dict[str, Any] | No
 
 
 # ---- PDB, NetworkPolicy, secrets -----------------------------------------------------------------------------------
-@pytest.mark.parametrize(("case", "model", "created"), [
-    ("single-replica-no-pdb-so-node-drains-proceed", {}, False),
-    ("autoscaled-min-1-no-pdb", AUTOSCALED, False),
-    ("two-fixed-replicas-one-at-a-time", {"replicas": 2}, True),
-    ("autoscaled-min-2-one-at-a-time", {"autoscaling": {"min_replicas": 2, "max_replicas": 4}}, True),
+@pytest.mark.parametrize(("case", "model", "base"), [
+    ("single-replica-evictable-so-node-drains-proceed", {}, None),
+    ("autoscaled-one-at-a-time", AUTOSCALED, None),
+    ("lws-covers-leaders-and-workers", {}, MULTINODE_MODEL),
 ])
-def test_pod_disruption_budget(case: str, model: dict[str, Any], created: bool) -> None:
-    pdb = serving.build_pod_disruption_budget(plan(model))
-    assert (pdb is not None) == created, case
-    if pdb is not None:
-        assert pdb["spec"]["maxUnavailable"] == 1
+def test_pod_disruption_budget_never_blocks_a_drain(case: str, model: dict[str, Any],
+                                                    base: dict[str, Any] | None) -> None:
+    serving_plan = plan(model, base)
+    pdb = serving.build_pod_disruption_budget(serving_plan)
+    assert pdb["spec"]["maxUnavailable"] == 1, case
+    assert "minAvailable" not in pdb["spec"]
+    assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    assert pdb["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "vllm",
+                                                      "app.kubernetes.io/instance": serving_plan.spec.name}
 
 
 @pytest.mark.parametrize(("case", "model", "base", "peers"), [
