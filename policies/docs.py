@@ -53,11 +53,12 @@ def render() -> str:
         "or affinity.", "",
         "| rule | enforcement | severity | group |", "|---|---|---|---|",
     ]
-    lines += [f"| [`{r.name}`](#{r.name}) | {r.enforcement} | {r.severity} | {r.group} |" for r in rules.values()]
-    lines.append("")
     groups: dict[str, list[Rule]] = {}
     for r in rules.values():
         groups.setdefault(r.group, []).append(r)
+    lines += [f"| [`{r.name}`](#{r.name}) | {r.enforcement} | {r.severity} | {r.group} |"
+              for members in groups.values() for r in members]
+    lines.append("")
     for group, members in groups.items():
         lines += [f"## {group}", ""]
         for r in members:
