@@ -6,6 +6,7 @@ Exit status: 0 when no mandatory rule fires, 1 when one does, 2 when the input o
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from collections.abc import Sequence
@@ -66,6 +67,18 @@ def format_text(findings: Sequence[Finding]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # A one-shot run builds millions of small acyclic objects (the parsed YAML); the cyclic garbage collector would
+    # rescan them again and again for nothing (about a third of the parse time), so it stays off while we run.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
         findings = check_paths(args.paths, config)

@@ -4,7 +4,7 @@ Services and monitors against the pods they select."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from vllm_pulumi.runtime.derive import MIN_COOLDOWN_SECONDS
 
@@ -36,11 +36,6 @@ def match_selector(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bo
     return True
 
 
-def service_selects(service: Resource, labels: Mapping[str, str]) -> bool:
-    selector = {str(k): str(v) for k, v in mapping(service.spec.get("selector")).items()}
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
-
-
 def _in_namespaces(monitor: Resource, namespace: str) -> bool:
     selector = mapping(monitor.spec.get("namespaceSelector"))
     if selector.get("any") is True:
@@ -55,8 +50,78 @@ def _target(autoscaler: Resource, by_key: Mapping[tuple[str, str, str], Resource
     return by_key.get((autoscaler.namespace, kind, str(ref.get("name", ""))))
 
 
+class SelectorIndex:
+    """Objects with a label selector, found from the labels they would select without comparing against every one:
+    selectors are grouped by their set of keys, and a set of labels is looked up once per distinct key set. Callers
+    still check namespaces and matchExpressions on the (few) candidates."""
+
+    def __init__(self) -> None:
+        self._tables: dict[frozenset[str], dict[frozenset[tuple[str, str]], list[Resource]]] = {}
+        self._unkeyed: list[Resource] = []
+
+    def add(self, match_labels: Mapping[str, Any], item: Resource) -> None:
+        if not match_labels:
+            self._unkeyed.append(item)
+            return
+        pairs = frozenset((str(k), str(v)) for k, v in match_labels.items())
+        self._tables.setdefault(frozenset(k for k, _ in pairs), {}).setdefault(pairs, []).append(item)
+
+    def candidates(self, labels: Mapping[str, str]) -> list[Resource]:
+        found = list(self._unkeyed)
+        for keys, table in self._tables.items():
+            if keys <= labels.keys():
+                found += table.get(frozenset((k, labels[k]) for k in keys), ())
+        return found
+
+
+_MEMO: dict[str, tuple[Sequence[Resource], Any]] = {}
+
+
+def _memo(name: str, resources: Sequence[Resource], build: Any) -> Any:
+    """Indexes several stack rules share, built once per set of resources: the same list object, which evaluate()
+    hands to every stack rule unchanged (the memo holds it, so its identity cannot be reused meanwhile)."""
+    held = _MEMO.get(name)
+    if held is None or held[0] is not resources:
+        held = (resources, build(resources))
+        _MEMO[name] = held
+    return held[1]
+
+
 def _index(resources: Sequence[Resource]) -> dict[tuple[str, str, str], Resource]:
-    return {(r.namespace, r.kind, r.name): r for r in resources}
+    return cast(dict[tuple[str, str, str], Resource],
+                _memo("by-key", resources, lambda rs: {(r.namespace, r.kind, r.name): r for r in rs}))
+
+
+def _service_index(resources: Sequence[Resource]) -> SelectorIndex:
+    def build(items: Sequence[Resource]) -> SelectorIndex:
+        index = SelectorIndex()
+        for r in items:
+            selector = mapping(r.spec.get("selector"))
+            if r.kind == "Service" and selector and r.spec.get("type") != "ExternalName":
+                index.add(selector, r)  # an empty Service selector selects nothing (manual endpoints)
+        return index
+
+    return cast(SelectorIndex, _memo("services", resources, build))
+
+
+def services_selecting(resources: Sequence[Resource], namespace: str, labels: Mapping[str, str]) -> list[Resource]:
+    return [s for s in _service_index(resources).candidates(labels) if s.namespace == namespace]
+
+
+def _monitor_index(resources: Sequence[Resource], kind: str) -> SelectorIndex:
+    def build(items: Sequence[Resource]) -> SelectorIndex:
+        index = SelectorIndex()
+        for r in items:
+            if r.kind == kind:
+                index.add(mapping(mapping(r.spec.get("selector")).get("matchLabels")), r)
+        return index
+
+    return cast(SelectorIndex, _memo(kind, resources, build))
+
+
+def _monitored(resources: Sequence[Resource], kind: str, namespace: str, labels: Mapping[str, str]) -> bool:
+    return any(_in_namespaces(m, namespace) and match_selector(mapping(m.spec.get("selector")), labels)
+               for m in _monitor_index(resources, kind).candidates(labels))
 
 
 def _serving_templates(workload: Resource) -> list[PodTemplate]:
@@ -146,9 +211,6 @@ def autoscaler_cooldown(resources: Sequence[Resource], settings: Mapping[str, An
     fix="Add a ServiceMonitor (or PodMonitor) whose selector matches the vLLM Service (or pods).",
 )
 def metrics_scraped(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
-    pod_monitors = [r for r in resources if r.kind == "PodMonitor"]
-    service_monitors = [r for r in resources if r.kind == "ServiceMonitor"]
-    services = [r for r in resources if r.kind == "Service"]
     for workload in resources:
         if not workload.servers:
             continue
@@ -157,12 +219,10 @@ def metrics_scraped(resources: Sequence[Resource], settings: Mapping[str, Any]) 
                 continue
             labels = workload.pod_labels(template)
             ns = workload.namespace
-            if any(_in_namespaces(m, ns) and match_selector(mapping(m.spec.get("selector")), labels)
-                   for m in pod_monitors):
+            if _monitored(resources, "PodMonitor", ns, labels):
                 continue
-            selecting = [s for s in services if s.namespace == ns and service_selects(s, labels)]
-            if any(_in_namespaces(m, ns) and match_selector(mapping(m.spec.get("selector")), s.labels)
-                   for m in service_monitors for s in selecting):
+            selecting = services_selecting(resources, ns, labels)
+            if any(_monitored(resources, "ServiceMonitor", ns, s.labels) for s in selecting):
                 continue
             services_text = ", ".join(s.name for s in selecting) or "none"
             yield Violation(
@@ -211,7 +271,7 @@ def _exposures(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
     fix="Set env VLLM_API_KEY from a Secret (valueFrom.secretKeyRef) on the vLLM container.",
 )
 def api_key_when_exposed(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
-    exposures = list(_exposures(resources))
+    exposures = {id(service): how for service, how in _exposures(resources)}
     if not exposures:
         return
     for workload in resources:
@@ -219,8 +279,9 @@ def api_key_when_exposed(resources: Sequence[Resource], settings: Mapping[str, A
             if server_has_api_key(server):
                 continue
             labels = workload.pod_labels(server.template)
-            for service, how in exposures:
-                if service.namespace == workload.namespace and service_selects(service, labels):
+            for service in services_selecting(resources, workload.namespace, labels):
+                how = exposures.get(id(service))
+                if how is not None:
                     yield Violation(
                         f"{workload.describe()} {server.where} is exposed by Service {service.name} ({how}) without "
                         "an API key", "set env VLLM_API_KEY: {valueFrom: {secretKeyRef: {name: <secret>, key: "
@@ -239,18 +300,13 @@ def api_key_when_exposed(resources: Sequence[Resource], settings: Mapping[str, A
     fix="Set the Service port's targetPort to the vLLM port (e.g. 8000) or the name of the containerPort that is it.",
 )
 def service_targets_vllm_port(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
-    services = [r for r in resources if r.kind == "Service" and r.spec.get("type") != "ExternalName"]
-    if not services:
-        return
     for workload in resources:
         for server in workload.servers:
             port = vllm_port(server)
             if port is None:
                 continue
             labels = workload.pod_labels(server.template)
-            for service in services:
-                if service.namespace != workload.namespace or not service_selects(service, labels):
-                    continue
+            for service in services_selecting(resources, workload.namespace, labels):
                 ports = [mapping(p) for p in sequence(service.spec.get("ports"))]
                 targets = [container_port(server.container, p.get("targetPort", p.get("port"))) for p in ports]
                 if port not in targets:
