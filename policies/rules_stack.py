@@ -316,3 +316,40 @@ def service_targets_vllm_port(resources: Sequence[Resource], settings: Mapping[s
                         f"({written}) do not reach vLLM's port {port}",
                         f"set targetPort: {port} on the Service's port", resource=service,
                     )
+
+
+@rule(
+    "pdb-allows-eviction", group="Rollout", enforcement="advisory", severity="medium", scope="stack",
+    kinds=("PodDisruptionBudget", "Deployment", "StatefulSet", "LeaderWorkerSet", "Pod"),
+    description="A PodDisruptionBudget over vLLM pods allows at least one eviction: maxUnavailable above 0, or "
+                "minAvailable below the replicas.",
+    why="A budget that allows no eviction blocks every node drain (cluster upgrades, scale-in of GPU nodes) until "
+        "someone deletes it by hand.",
+    fix="Use maxUnavailable: 1 (with unhealthyPodEvictionPolicy: AlwaysAllow).",
+)
+def pdb_allows_eviction(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    budgets = [r for r in resources if r.kind == "PodDisruptionBudget"]
+    if not budgets:
+        return
+    for workload in resources:
+        templates = _serving_templates(workload)
+        if not templates:
+            continue
+        labels = workload.pod_labels(templates[0])
+        replicas = as_int(workload.spec.get("replicas", 1)) if workload.kind != "Pod" else 1
+        for budget in budgets:
+            if budget.namespace != workload.namespace or not match_selector(mapping(budget.spec.get("selector")),
+                                                                            labels):
+                continue
+            unavailable, available = budget.spec.get("maxUnavailable"), budget.spec.get("minAvailable")
+            minimum = as_int(available)
+            blocked = ""
+            if unavailable is not None and str(unavailable).strip() in ("0", "0%"):
+                blocked = f"maxUnavailable {unavailable!r}"
+            elif str(available).strip() == "100%":
+                blocked = "minAvailable 100%"
+            elif minimum is not None and replicas is not None and minimum >= replicas:
+                blocked = f"minAvailable {available} with {replicas} replica(s)"
+            if blocked:
+                yield Violation(f"PodDisruptionBudget {budget.name} over {workload.describe()}: {blocked} allows no "
+                                "eviction, so node drains hang", "use maxUnavailable: 1", resource=budget)

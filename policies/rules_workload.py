@@ -29,6 +29,7 @@ from .workload import (
     is_secret_like_env,
     is_vllm_image,
     mapping,
+    parse_quantity,
     pre_stop_seconds,
     probe_window_seconds,
     secret_env_names,
@@ -344,6 +345,53 @@ def dev_shm_memory(res: Resource, settings: Mapping[str, Any]) -> Iterator[Viola
                                     "multi-node group (Ray and NCCL use shared memory)",
                                     f"add an emptyDir volume with medium: Memory mounted at /dev/shm in "
                                     f"{template.path}")
+
+
+def shm_size_limit(template: PodTemplate, container: dict[str, Any]) -> tuple[str, float | None] | None:
+    """(written, bytes) of the memory-backed /dev/shm volume's sizeLimit, None without such a volume."""
+    for mount in sequence(container.get("volumeMounts")):
+        mount = mapping(mount)
+        if mount.get("mountPath") != "/dev/shm":
+            continue
+        empty_dir = mapping(mapping(template.volume(str(mount.get("name")))).get("emptyDir"))
+        if empty_dir.get("medium") == "Memory" and "sizeLimit" in empty_dir:
+            return str(empty_dir["sizeLimit"]), parse_quantity(empty_dir["sizeLimit"])
+    return None
+
+
+@rule(
+    "memory-limit-covers-shm", group="Memory", enforcement="mandatory", severity="medium", kinds=SERVING,
+    description="When the vLLM container has a memory limit, it is larger than its memory-backed /dev/shm sizeLimit.",
+    why="A memory-backed emptyDir is charged to the pod's memory: with a limit at or below the /dev/shm size, "
+        "filling shared memory (NCCL, worker IPC) gets the container OOM-killed instead of hitting the size limit.",
+    fix="Raise resources.limits.memory above the /dev/shm sizeLimit plus the server's own memory, or drop the limit.",
+)
+def memory_limit_covers_shm(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    for server in res.servers:
+        written_limit = mapping(mapping(server.container.get("resources")).get("limits")).get("memory")
+        limit = parse_quantity(written_limit)
+        shm = shm_size_limit(server.template, server.container)
+        if limit is None or shm is None or shm[1] is None:
+            continue
+        if limit <= shm[1]:
+            yield Violation(f"{server.where}: memory limit {written_limit} is not above the /dev/shm sizeLimit "
+                            f"{shm[0]} (memory-backed, charged to the same limit)",
+                            "raise resources.limits.memory well above the /dev/shm size, or remove the limit")
+
+
+@rule(
+    "no-cpu-limit", group="Memory", enforcement="advisory", severity="low", kinds=SERVING,
+    description="The vLLM container sets no CPU limit (a CPU request only).",
+    why="vLLM's scheduler, tokenizer and HTTP server run on the CPU between GPU steps; CFS throttling under a CPU "
+        "limit stalls the engine loop and shows up as latency spikes while the GPU idles.",
+    fix="Remove resources.limits.cpu and keep a CPU request sized for the GPUs (4 + 2 per GPU).",
+)
+def no_cpu_limit(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    for server in res.servers:
+        limit = mapping(mapping(server.container.get("resources")).get("limits")).get("cpu")
+        if limit is not None:
+            yield Violation(f"{server.where}: CPU limit {limit} throttles vLLM's engine loop",
+                            "remove resources.limits.cpu (keep the request)")
 
 
 @rule(

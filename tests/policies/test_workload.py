@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.policies.facts import parse_tokens
-from vllm_pulumi.policies.workload import Resource, pre_stop_seconds, serve_command
+from vllm_pulumi.policies.workload import Resource, parse_quantity, pre_stop_seconds, serve_command
 
 
 def _deployment(container: dict[str, Any], **pod: Any) -> dict[str, Any]:
@@ -110,3 +110,9 @@ def test_shell_script_that_execs_vllm_with_its_positional_parameters() -> None:
     assert command.model_ref == "/models/llama-3-1-405b"
     assert command.int_flag("pipeline-parallel-size", 1) == 2
     assert command.int_flag("shutdown-timeout", 0) == 90
+
+
+@pytest.mark.parametrize("text, value", [("16Gi", 16 * 2**30), ("500m", 0.5), ("1e3", 1000.0), ("4", 4.0),
+                                         ("1.5G", 1.5e9), (8, 8.0), ("lots", None), (True, None)])
+def test_parse_quantity(text: object, value: float | None) -> None:
+    assert parse_quantity(text) == value
