@@ -1,0 +1,378 @@
+"""Writes tests/policies/fixtures/<rule>/{fires,passes}/*.yaml: each one the reference manifests
+(fixtures/reference/*.yaml) with the one change that makes a rule fire, or an edge case it must accept.
+
+    .venv/bin/python tests/policies/make_fixtures.py
+
+The files are what the tests read (and what a reader opens to see a rule's cases); this script only keeps them
+consistent with the reference when that changes. A hand-written fixture in those folders works just as well.
+"""
+# ruff: noqa: E501, E702
+import copy
+import pathlib
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent / "fixtures"
+ref1 = [d for d in yaml.safe_load_all((ROOT/"reference/single-node.yaml").read_text()) if d]
+ref2 = [d for d in yaml.safe_load_all((ROOT/"reference/multi-node.yaml").read_text()) if d]
+
+def base(*kinds, multi=False):
+    docs = copy.deepcopy(ref2 if multi else ref1)
+    return [d for d in docs if not kinds or d["kind"] in kinds]
+
+def dep(docs): return next(d for d in docs if d["kind"] in ("Deployment",))
+def lws(docs): return next(d for d in docs if d["kind"] == "LeaderWorkerSet")
+def pod(docs): return dep(docs)["spec"]["template"]["spec"]
+def vllm(docs): return pod(docs)["containers"][0]
+def leader(docs): return lws(docs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+def worker(docs): return lws(docs)["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+def setarg(docs, flag, value=None, remove=False):
+    args = vllm(docs)["args"]
+    args[:] = [a for a in args if not a.startswith(flag + "=") and a != flag]
+    if not remove:
+        args.append(flag if value is None else f"{flag}={value}")
+def ann(docs, key, value):
+    dep(docs).setdefault("metadata", {}).setdefault("annotations", {})[key] = value
+
+out = {}
+def fx(rule, kind, name, desc, docs):
+    out[(rule, kind, name)] = (desc, docs)
+
+# ---- startup-probe-covers-load
+R = "startup-probe-covers-load"
+d = base("Deployment"); del vllm(d)["startupProbe"]
+fx(R, "fires", "no-startup-probe", "No startupProbe at all.", d)
+d = base("Deployment"); vllm(d)["startupProbe"]["failureThreshold"] = 6
+fx(R, "fires", "window-shorter-than-load", "10 s x 6 = 60 s, but 16 GB from local NVMe + engine init needs ~192 s.", d)
+d = base("Deployment"); vllm(d)["args"][0] = "meta-llama/Llama-3.1-8B-Instruct"
+fx(R, "fires", "hf-download-at-every-start", "Weights downloaded from the Hub at every start (~0.05 GB/s): 600 s is too short.", d)
+d = base("Deployment"); vllm(d)["args"][0] = "/models/my-finetune"
+fx(R, "fires", "cannot-check-unknown-model", "A model outside the catalog without annotations: reported as advisory 'cannot check'.", d)
+fx(R, "passes", "reference", "The reference Deployment: 600 s window over a ~192 s budget.", base("Deployment"))
+d = base("Deployment"); vllm(d)["args"][0] = "/models/my-finetune"; ann(d, "vllm-pulumi.dev/startup-budget-seconds", "300")
+fx(R, "passes", "declared-budget", "Unknown model, but the startup-budget-seconds annotation says what the probe was sized for.", d)
+
+R = "liveness-probe-safe"
+d = base("Deployment"); del vllm(d)["startupProbe"]
+fx(R, "fires", "liveness-without-startup", "Liveness runs during model load because there is no startupProbe.", d)
+d = base("Deployment"); vllm(d)["livenessProbe"].update(periodSeconds=10, failureThreshold=3)
+fx(R, "fires", "liveness-shorter-than-grace", "Liveness kills after 30 s, grace is 135 s (the seed's trap 5).", d)
+fx(R, "passes", "reference", "Liveness window 150 s >= grace 135 s, startup probe present.", base("Deployment"))
+d = base("Deployment"); del vllm(d)["livenessProbe"]
+fx(R, "passes", "no-liveness", "No livenessProbe: nothing can kill the pod early.", d)
+
+R = "readiness-probe"
+d = base("Deployment"); del vllm(d)["readinessProbe"]
+fx(R, "fires", "missing", "No readinessProbe.", d)
+fx(R, "passes", "reference", "readinessProbe on /health.", base("Deployment"))
+
+R = "shutdown-timeout"
+d = base("Deployment"); setarg(d, "--shutdown-timeout", remove=True)
+fx(R, "fires", "missing", "No --shutdown-timeout: vLLM 0.33 aborts in-flight requests on SIGTERM.", d)
+d = base("Deployment"); setarg(d, "--shutdown-timeout", 0)
+fx(R, "fires", "zero", "--shutdown-timeout=0 aborts in-flight requests.", d)
+fx(R, "passes", "reference", "--shutdown-timeout=90.", base("Deployment"))
+fx(R, "passes", "lws-leader-script", "The LWS leader passes --shutdown-timeout inside its bash -c script.", base("LeaderWorkerSet", multi=True))
+
+R = "grace-covers-drain"
+d = base("Deployment"); del pod(d)["terminationGracePeriodSeconds"]
+fx(R, "fires", "default-grace", "Default 30 s grace < preStop 15 + drain 90 + margin 10.", d)
+d = base("Deployment"); vllm(d)["lifecycle"]["preStop"] = {"exec": {"command": ["sh", "-c", "sleep 60"]}}
+fx(R, "fires", "long-prestop", "preStop sleeps 60 s: 60 + 90 + 10 = 160 > 135.", d)
+fx(R, "passes", "reference", "135 s >= 15 + 90 + 10.", base("Deployment"))
+d = base("Deployment"); pod(d)["terminationGracePeriodSeconds"] = 115
+fx(R, "passes", "exactly-enough", "115 s = 15 + 90 + 10.", d)
+
+R = "rollout-no-unavailable"
+d = base("Deployment"); del dep(d)["spec"]["strategy"]
+fx(R, "fires", "default-strategy", "Deployment default: maxUnavailable 25%.", d)
+d = base("Deployment"); dep(d)["spec"]["strategy"] = {"type": "Recreate"}
+fx(R, "fires", "recreate", "Recreate stops every replica first.", d)
+d = base("LeaderWorkerSet", multi=True); del lws(d)["spec"]["rolloutStrategy"]
+fx(R, "fires", "lws-default", "LeaderWorkerSet default: maxUnavailable 1, maxSurge 0.", d)
+fx(R, "passes", "reference", "maxUnavailable 0, maxSurge 1.", base("Deployment"))
+d = base("Deployment"); dep(d)["spec"]["strategy"]["rollingUpdate"]["maxSurge"] = "100%"
+fx(R, "passes", "percent-surge", "maxSurge 100% (production-stack's choice).", d)
+fx(R, "passes", "lws-reference", "LWS with maxUnavailable 0, maxSurge 1.", base("LeaderWorkerSet", multi=True))
+
+R = "dev-shm-memory"
+d = base("Deployment"); setarg(d, "--tensor-parallel-size", 2); vllm(d)["resources"]["limits"]["nvidia.com/gpu"] = 2
+vllm(d)["resources"]["requests"]["nvidia.com/gpu"] = 2
+vllm(d)["volumeMounts"] = [m for m in vllm(d)["volumeMounts"] if m["name"] != "shm"]
+pod(d)["volumes"] = [v for v in pod(d)["volumes"] if v["name"] != "shm"]
+fx(R, "fires", "tp2-without-shm", "TP 2 in one pod without /dev/shm.", d)
+d = base("Deployment"); setarg(d, "--tensor-parallel-size", 2); pod(d)["volumes"][1]["emptyDir"] = {}
+fx(R, "fires", "shm-on-disk", "/dev/shm from an emptyDir on disk, not memory.", d)
+d = base("LeaderWorkerSet", multi=True); w = worker(d); w["containers"][0]["volumeMounts"] = w["containers"][0]["volumeMounts"][:1]
+fx(R, "fires", "lws-worker-without-shm", "Multi-node: the worker pods lack /dev/shm.", d)
+fx(R, "passes", "reference", "TP 1 with a memory /dev/shm.", base("Deployment"))
+d = base("Deployment"); vllm(d)["volumeMounts"] = vllm(d)["volumeMounts"][:1]; pod(d)["volumes"] = pod(d)["volumes"][:1]
+fx(R, "passes", "single-gpu-no-shm", "One GPU, no /dev/shm: not needed.", d)
+fx(R, "passes", "multi-node", "Leader and workers mount a memory /dev/shm.", base("LeaderWorkerSet", multi=True))
+
+R = "gpu-memory-utilization"
+d = base("Deployment"); setarg(d, "--gpu-memory-utilization", 0.98)
+fx(R, "fires", "too-high", "0.98 leaves no room for fragmentation.", d)
+fx(R, "passes", "reference", "0.92.", base("Deployment"))
+
+R = "gpu-requests-equal-limits"
+d = base("Deployment"); vllm(d)["resources"]["limits"]["nvidia.com/gpu"] = 2
+fx(R, "fires", "different", "Request 1, limit 2.", d)
+d = base("Job"); d[0]["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"nvidia.com/gpu": 1}}
+fx(R, "fires", "request-without-limit", "A Job requesting a GPU without a limit.", d)
+fx(R, "passes", "reference", "Request 1 = limit 1.", base("Deployment"))
+fx(R, "passes", "limit-only", "LWS pods set only the limit (the request defaults to it).", base("LeaderWorkerSet", multi=True))
+
+R = "gpus-match-parallelism"
+d = base("Deployment"); setarg(d, "--tensor-parallel-size", 2)
+fx(R, "fires", "tp2-one-gpu", "TP 2 with one GPU.", d)
+d = base("LeaderWorkerSet", multi=True); a = leader(d)["containers"][0]["args"]; a[0] = a[0].replace("--pipeline-parallel-size 2", "--pipeline-parallel-size 4")
+fx(R, "fires", "lws-pp-too-large", "TP 8 x PP 4 = 32 GPUs, the group has 2 x 8.", d)
+fx(R, "passes", "reference", "TP 1, one GPU.", base("Deployment"))
+fx(R, "passes", "multi-node", "TP 8 x PP 2 = 16 = 2 pods x 8 GPUs.", base("LeaderWorkerSet", multi=True))
+
+R = "tensor-parallel-divides-heads"
+d = base("Deployment"); vllm(d)["args"][0] = "/models/llama-3-70b"; setarg(d, "--tensor-parallel-size", 5)
+pod(d)["nodeSelector"]["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
+fx(R, "fires", "seed-scenario-b", "The seed's scenario B: Llama 3 70B (64 heads) with TP 5.", d)
+d = base("Deployment"); vllm(d)["args"][0] = "/models/my-finetune"; setarg(d, "--tensor-parallel-size", 2)
+fx(R, "fires", "cannot-check-unknown-model", "TP 2 on a model the rule cannot resolve: advisory 'cannot check'.", d)
+d = base("Deployment"); setarg(d, "--tensor-parallel-size", 2)
+fx(R, "passes", "tp2", "Llama 3.1 8B (32 heads, 8 KV heads) with TP 2.", d)
+d = base("Deployment"); vllm(d)["args"][0] = "/models/my-finetune"
+fx(R, "passes", "tp1-unknown-model", "TP 1 always divides: no model facts needed.", d)
+
+R = "tensor-parallel-interconnect"
+d = base("Deployment"); setarg(d, "--tensor-parallel-size", 2)
+fx(R, "fires", "tp2-on-pcie", "TP 2 over RTX 4090s (PCIe only).", d)
+fx(R, "passes", "multi-node-nvlink", "TP 8 over H100 SXM (NVLink).", base("LeaderWorkerSet", multi=True))
+fx(R, "passes", "reference", "TP 1.", base("Deployment"))
+
+R = "kv-cache-fits"
+d = base("Deployment"); vllm(d)["args"][0] = "/models/llama-3.1-70b"
+fx(R, "fires", "70b-on-one-4090", "70B weights (141 GB) on one 24 GB GPU: no memory for a KV cache.", d)
+d = base("Deployment"); setarg(d, "--max-model-len", 131072); setarg(d, "--kv-cache-dtype", remove=True)
+fx(R, "fires", "128k-context-bf16", "131,072-token context with a BF16 KV cache on a 24 GB GPU.", d)
+d = base("Deployment"); del pod(d)["nodeSelector"]
+fx(R, "fires", "cannot-check-unknown-gpu", "No GPU product selector: advisory 'cannot check'.", d)
+fx(R, "passes", "reference", "8B, FP8 KV cache, 32K context on a 4090: ~101K tokens of cache.", base("Deployment"))
+d = base("Deployment"); setarg(d, "--max-model-len", "32k")
+fx(R, "passes", "human-readable-length", "--max-model-len=32k (vLLM's human-readable form).", d)
+fx(R, "passes", "multi-node", "405B over 16 H100s.", base("LeaderWorkerSet", multi=True))
+
+R = "kv-cache-concurrency"
+d = base("Deployment"); setarg(d, "--max-num-seqs", 8)
+fx(R, "fires", "eight-full-length", "8 sequences of 32K tokens; the cache holds about 3.", d)
+fx(R, "passes", "reference", "3 sequences of 32K tokens fit.", base("Deployment"))
+d = base("Deployment"); setarg(d, "--max-num-seqs", remove=True)
+fx(R, "passes", "not-configured", "No --max-num-seqs: nothing configured to compare.", d)
+
+R = "gpu-product-selector"
+d = base("Deployment"); del pod(d)["nodeSelector"]
+fx(R, "fires", "no-selector", "GPU pod without a GPU product selector.", d)
+fx(R, "passes", "reference", "nodeSelector nvidia.com/gpu.product.", base("Deployment"))
+d = base("Deployment"); del pod(d)["nodeSelector"]
+pod(d)["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-GeForce-RTX-4090"]}]}]}}}
+fx(R, "passes", "node-affinity", "Required node affinity on nvidia.com/gpu.product.", d)
+
+R = "gpu-toleration"
+d = base("Deployment"); del pod(d)["tolerations"]
+fx(R, "fires", "no-toleration", "No toleration for the nvidia.com/gpu taint.", d)
+fx(R, "passes", "reference", "Tolerates nvidia.com/gpu.", base("Deployment"))
+d = base("Deployment"); pod(d)["tolerations"] = [{"operator": "Exists"}]
+fx(R, "passes", "tolerate-all", "operator Exists without a key tolerates every taint.", d)
+
+R = "model-volume-read-only"
+d = base("Deployment"); del vllm(d)["volumeMounts"][0]["readOnly"]
+fx(R, "fires", "writable", "The model volume is mounted writable.", d)
+d = base("LeaderWorkerSet", multi=True); del worker(d)["containers"][0]["volumeMounts"][0]["readOnly"]
+fx(R, "fires", "lws-worker-writable", "The LWS workers mount the model volume writable.", d)
+fx(R, "passes", "reference", "readOnly: true.", base("Deployment"))
+d = base("Deployment"); del vllm(d)["volumeMounts"][0]["readOnly"]; pod(d)["volumes"][0]["persistentVolumeClaim"]["readOnly"] = True
+fx(R, "passes", "claim-read-only", "The PVC volume source is readOnly.", d)
+d = base("Deployment"); vllm(d)["args"][0] = "meta-llama/Llama-3.1-8B-Instruct"; vllm(d)["volumeMounts"][0] = {"name": "models", "mountPath": "/root/.cache/huggingface"}
+fx(R, "passes", "hub-cache", "A Hub id: the cache volume must stay writable, and is not the model path.", d)
+
+R = "image-pinned"
+d = base("Deployment"); vllm(d)["image"] = "vllm/vllm-openai:latest"
+fx(R, "fires", "latest", ":latest.", d)
+d = base("Job"); d[0]["spec"]["template"]["spec"]["containers"][0]["image"] = "ghcr.io/huggingface/huggingface-cli"
+fx(R, "fires", "job-without-tag", "A hydration Job image without a tag.", d)
+fx(R, "passes", "reference", "Version tags everywhere.", base("Deployment", "Job"))
+d = base("Deployment"); vllm(d)["image"] = "vllm/vllm-openai@sha256:" + "a" * 64
+fx(R, "passes", "digest", "Pinned by digest.", d)
+
+R = "vllm-image-version"
+d = base("Deployment"); vllm(d)["image"] = "vllm/vllm-openai:v0.6.3"
+fx(R, "fires", "seed-image", "The seed's vllm/vllm-openai:v0.6.3.", d)
+fx(R, "passes", "reference", "v0.33.0.", base("Deployment"))
+
+R = "lws-restart-policy"
+d = base("LeaderWorkerSet", multi=True); lws(d)["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+fx(R, "fires", "none", "restartPolicy None: a restarted worker leaves the group hanging.", d)
+fx(R, "passes", "reference", "RecreateGroupOnPodRestart.", base("LeaderWorkerSet", multi=True))
+d = base("LeaderWorkerSet", multi=True); del lws(d)["spec"]["leaderWorkerTemplate"]["restartPolicy"]
+fx(R, "passes", "default", "Not set: the default is RecreateGroupOnPodRestart.", d)
+
+R = "no-privileged"
+d = base("Deployment"); vllm(d)["securityContext"] = {"privileged": True}
+fx(R, "fires", "privileged", "A privileged vLLM container.", d)
+d = base("Deployment"); vllm(d)["securityContext"] = {"allowPrivilegeEscalation": True}
+fx(R, "fires", "escalation", "allowPrivilegeEscalation: true.", d)
+fx(R, "passes", "reference", "allowPrivilegeEscalation: false.", base("Deployment"))
+
+R = "no-plaintext-secrets"
+d = base("Deployment"); vllm(d)["env"] = [{"name": "VLLM_API_KEY", "value": "sk-123"}]
+fx(R, "fires", "api-key-env-literal", "VLLM_API_KEY as a literal env value.", d)
+d = base("Deployment"); setarg(d, "--api-key", "sk-123")
+fx(R, "fires", "api-key-arg-literal", "--api-key=sk-123 in the arguments.", d)
+d = base("Job"); d[0]["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "HF_TOKEN", "value": "hf_abc"}]
+fx(R, "fires", "hf-token-literal", "HF_TOKEN as a literal in the hydration Job.", d)
+fx(R, "passes", "reference", "Secrets from secretKeyRef.", base("Deployment", "Job"))
+d = base("Deployment"); setarg(d, "--api-key", "$(VLLM_API_KEY)")
+fx(R, "passes", "api-key-from-env", "--api-key=$(VLLM_API_KEY), the variable from a Secret.", d)
+
+R = "removed-vllm-flags"
+d = base("Deployment"); setarg(d, "--disable-graceful-shutdown")
+fx(R, "fires", "disable-graceful-shutdown", "The seed-era --disable-graceful-shutdown.", d)
+fx(R, "passes", "reference", "vLLM 0.33 flags only.", base("Deployment"))
+
+R = "removed-vllm-metrics"
+d = base("ScaledObject"); d[0]["spec"]["triggers"][0]["metadata"]["query"] = "avg(vllm:gpu_cache_usage_perc)"
+fx(R, "fires", "keda-gpu-cache-usage", "KEDA on vllm:gpu_cache_usage_perc, gone in vLLM 0.33.", d)
+d = base("PrometheusRule"); d[0]["spec"]["groups"][0]["rules"][0]["expr"] = "histogram_quantile(0.95, rate(vllm:time_per_output_token_seconds_bucket[5m])) > 0.1"
+fx(R, "fires", "alert-tpot", "An alert on vllm:time_per_output_token_seconds.", d)
+fx(R, "passes", "reference", "vllm:num_requests_waiting and vllm:kv_cache_usage_perc.", base("ScaledObject", "PrometheusRule"))
+
+R = "no-cpu-autoscaling"
+d = base("Deployment"); d.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "vllm-llama3-8b", "namespace": "inference"},
+    "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vllm-llama3-8b"}, "minReplicas": 1, "maxReplicas": 8,
+             "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}})
+fx(R, "fires", "hpa-cpu", "The seed's trap: an HPA at 50% CPU on a vLLM Deployment.", d)
+d = base("Deployment", "ScaledObject"); next(x for x in d if x["kind"] == "ScaledObject")["spec"]["triggers"] = [{"type": "cpu", "metricType": "Utilization", "metadata": {"value": "50"}}]
+fx(R, "fires", "keda-cpu", "A KEDA cpu trigger.", d)
+fx(R, "passes", "reference", "KEDA on vllm:num_requests_waiting.", base("Deployment", "ScaledObject"))
+d = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "inference"}, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}},
+     {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web", "namespace": "inference"}, "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 1, "maxReplicas": 4, "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}}]
+fx(R, "passes", "cpu-hpa-on-other-workload", "CPU autoscaling of a non-vLLM workload is not this pack's business.", d)
+
+R = "autoscaler-cooldown"
+d = base("Deployment", "ScaledObject"); next(x for x in d if x["kind"] == "ScaledObject")["spec"]["cooldownPeriod"] = 60
+fx(R, "fires", "short-cooldown", "cooldownPeriod 60 s < 120 s.", d)
+d = base("Deployment", "ScaledObject"); next(x for x in d if x["kind"] == "ScaledObject")["spec"]["cooldownPeriod"] = 130
+fx(R, "fires", "cooldown-below-grace", "cooldownPeriod 130 s < the target's 135 s grace period.", d)
+d = base("Deployment", "ScaledObject"); next(x for x in d if x["kind"] == "ScaledObject")["spec"]["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 30}}}}
+fx(R, "fires", "short-stabilization", "The HPA KEDA creates removes replicas after 30 s.", d)
+fx(R, "passes", "reference", "cooldownPeriod 135 s = grace.", base("Deployment", "ScaledObject"))
+d = base("Deployment", "ScaledObject"); del next(x for x in d if x["kind"] == "ScaledObject")["spec"]["cooldownPeriod"]
+fx(R, "passes", "keda-default", "KEDA's default cooldownPeriod is 300 s.", d)
+
+R = "metrics-scraped"
+fx(R, "fires", "no-monitor", "A vLLM Deployment and its Service, but nothing scrapes them.", base("Deployment", "Service"))
+d = base("Deployment", "Service", "ServiceMonitor"); next(x for x in d if x["kind"] == "ServiceMonitor")["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+fx(R, "fires", "monitor-selects-nothing", "A ServiceMonitor whose selector matches no Service of the vLLM pods.", d)
+fx(R, "passes", "reference", "ServiceMonitor -> Service -> pods.", base("Deployment", "Service", "ServiceMonitor"))
+d = base("Deployment"); dep(d)["spec"]["template"]["metadata"]["annotations"] = {"prometheus.io/scrape": "true", "prometheus.io/port": "8000", "prometheus.io/path": "/metrics"}
+fx(R, "passes", "prometheus-annotations", "The seed's prometheus.io annotations on the pod template.", d)
+fx(R, "passes", "multi-node-podmonitor", "A PodMonitor selecting the LWS leader.", base("LeaderWorkerSet", "PodMonitor", multi=True))
+
+R = "api-key-when-exposed"
+d = base("Deployment", "Service"); vllm(d)["env"] = []; next(x for x in d if x["kind"] == "Service")["spec"]["type"] = "LoadBalancer"
+fx(R, "fires", "loadbalancer-without-key", "A LoadBalancer Service in front of vLLM without an API key.", d)
+d = base("Deployment", "Service"); vllm(d)["env"] = []
+d.append({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "vllm", "namespace": "inference"},
+          "spec": {"rules": [{"host": "llm.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "vllm-llama3-8b", "port": {"number": 80}}}}]}}]}})
+fx(R, "fires", "ingress-without-key", "An Ingress to the vLLM Service without an API key.", d)
+d = base("Deployment", "Service"); vllm(d)["env"] = []
+fx(R, "passes", "cluster-ip-only", "ClusterIP only: reachable inside the cluster (NetworkPolicy's job).", d)
+fx(R, "passes", "multi-node-loadbalancer-with-key", "LoadBalancer in front of the LWS leader, VLLM_API_KEY from a Secret.", base(multi=True))
+d = base("Deployment", "Service"); vllm(d)["env"] = []; setarg(d, "--api-key", "$(API_KEY)"); vllm(d)["env"] = [{"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "k", "key": "k"}}}]
+next(x for x in d if x["kind"] == "Service")["spec"]["type"] = "NodePort"
+fx(R, "passes", "api-key-flag-from-secret", "NodePort, --api-key=$(API_KEY) with API_KEY from a Secret.", d)
+
+R = "lws-workers-outlive-drain"
+d = base("LeaderWorkerSet", multi=True); del worker(d)["containers"][0]["lifecycle"]
+fx(R, "fires", "workers-stop-at-once", "Workers without a preStop stop Ray as soon as the group is deleted.", d)
+d = base("LeaderWorkerSet", multi=True); worker(d)["terminationGracePeriodSeconds"] = 100
+fx(R, "fires", "worker-grace-below-sleep", "Worker grace 100 s ends before its 105 s preStop sleep.", d)
+fx(R, "passes", "reference", "Workers sleep 105 s = leader preStop 15 + shutdown 90; grace 135 s.", base("LeaderWorkerSet", multi=True))
+d = base("LeaderWorkerSet", multi=True); lws(d)["spec"]["leaderWorkerTemplate"]["size"] = 1
+del worker(d)["containers"][0]["lifecycle"]
+fx(R, "passes", "single-pod-group", "size 1: no workers to outlive anything.", d)
+
+job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "offline-batch", "namespace": "inference"},
+       "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "batch", "image": "vllm/vllm-openai:v0.33.0",
+                "command": ["vllm", "serve"], "args": ["/models/llama-3.1-8b"], "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+fx("shutdown-timeout", "passes", "batch-job", "A Job running vLLM is batch work: serving rules do not apply to it.", [job])
+fx("readiness-probe", "passes", "batch-job", "A Job running vLLM is batch work: serving rules do not apply to it.", [job])
+d = base("Deployment"); p = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "vllm-debug", "namespace": "inference"}, "spec": copy.deepcopy(pod(d))}
+del p["spec"]["containers"][0]["readinessProbe"]
+fx("readiness-probe", "fires", "bare-pod", "A bare Pod running vLLM without a readinessProbe.", [p])
+d = base("Deployment"); s = copy.deepcopy(dep(d)); s["kind"] = "StatefulSet"; del s["spec"]["strategy"]; s["spec"]["serviceName"] = "vllm"
+s["spec"]["template"]["spec"]["containers"][0]["args"] = [a for a in s["spec"]["template"]["spec"]["containers"][0]["args"] if not a.startswith("--shutdown-timeout")]
+fx("shutdown-timeout", "fires", "statefulset", "A StatefulSet running vLLM without --shutdown-timeout.", [s])
+
+R = "probes-target-vllm-port"
+d = base("Deployment"); vllm(d)["readinessProbe"]["httpGet"]["port"] = 8080
+fx(R, "fires", "readiness-wrong-number", "readinessProbe on 8080, vLLM on 8000.", d)
+d = base("Deployment"); vllm(d)["startupProbe"]["httpGet"]["port"] = "metrics"
+fx(R, "fires", "startup-unknown-name", "startupProbe on a port name the container does not declare.", d)
+d = base("Deployment"); setarg(d, "--port", 8080)
+fx(R, "fires", "vllm-moved-port", "vLLM moved to --port=8080, probes still on 8000.", d)
+fx(R, "passes", "reference", "Probes on 8000, vLLM's default port.", base("Deployment"))
+d = base("Deployment")
+for k in ("startupProbe", "readinessProbe", "livenessProbe"): vllm(d)[k]["httpGet"]["port"] = "http"
+fx(R, "passes", "named-port", "Probes on the named containerPort http (8000).", d)
+
+R = "service-targets-vllm-port"
+d = base("Deployment", "Service"); next(x for x in d if x["kind"] == "Service")["spec"]["ports"][0]["targetPort"] = 8080
+fx(R, "fires", "wrong-target-port", "The Service forwards to 8080; vLLM listens on 8000.", d)
+d = base("Deployment", "Service"); next(x for x in d if x["kind"] == "Service")["spec"]["ports"][0]["targetPort"] = "api"
+fx(R, "fires", "unknown-port-name", "targetPort names a port the vLLM container does not declare.", d)
+fx(R, "passes", "reference", "targetPort 8000.", base("Deployment", "Service"))
+d = base("Deployment", "Service"); next(x for x in d if x["kind"] == "Service")["spec"]["ports"] = [{"name": "http", "port": 8000}]
+fx(R, "passes", "port-without-target", "No targetPort: it defaults to the port, 8000.", d)
+fx(R, "passes", "multi-node", "A LoadBalancer in front of the LWS leader, targetPort 8000.", base("LeaderWorkerSet", "Service", multi=True))
+
+R = "scrape-annotation-port"
+d = base("LeaderWorkerSet", multi=True); worker(d).setdefault("metadata", {})
+lws(d)["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {"prometheus.io/scrape": "true", "prometheus.io/port": "8000"}
+fx(R, "fires", "lws-workers-annotated", "LWS workers run only Ray, but are annotated for scraping on 8000.", d)
+d = base("Deployment"); dep(d)["spec"]["template"]["metadata"]["annotations"] = {"prometheus.io/scrape": "true", "prometheus.io/port": "9090"}
+fx(R, "fires", "wrong-port", "Annotated port 9090; vLLM serves /metrics on 8000.", d)
+d = base("Deployment"); dep(d)["spec"]["template"]["metadata"]["annotations"] = {"prometheus.io/scrape": "true", "prometheus.io/port": "8000", "prometheus.io/path": "/metrics"}
+fx(R, "passes", "seed-annotations", "The seed's annotations: scrape on 8000, /metrics.", d)
+fx(R, "passes", "no-annotations", "No prometheus.io annotations (a ServiceMonitor scrapes instead).", base("LeaderWorkerSet", multi=True))
+
+R = "memory-limit-covers-shm"
+d = base("Deployment"); vllm(d)["resources"]["limits"]["memory"] = "1Gi"
+fx(R, "fires", "limit-equals-shm", "Memory limit 1Gi, /dev/shm sizeLimit 1Gi.", d)
+d = base("Deployment"); vllm(d)["resources"]["limits"]["memory"] = "800Mi"
+fx(R, "fires", "limit-below-shm", "Memory limit 800Mi under a 1Gi /dev/shm.", d)
+fx(R, "passes", "reference", "No memory limit.", base("Deployment"))
+d = base("Deployment"); vllm(d)["resources"]["limits"]["memory"] = "32Gi"
+fx(R, "passes", "limit-above-shm", "Memory limit 32Gi over a 1Gi /dev/shm.", d)
+
+R = "no-cpu-limit"
+d = base("Deployment"); vllm(d)["resources"]["limits"]["cpu"] = "8"
+fx(R, "fires", "cpu-limit", "The seed's CPU limit of 8 on the vLLM container.", d)
+fx(R, "passes", "reference", "A CPU request, no limit.", base("Deployment"))
+
+R = "pdb-allows-eviction"
+pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "vllm-llama3-8b", "namespace": "inference"},
+       "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "vllm-llama3-8b"}}}}
+p0 = copy.deepcopy(pdb); p0["spec"]["maxUnavailable"] = 0
+fx(R, "fires", "max-unavailable-zero", "maxUnavailable 0: no eviction ever.", base("Deployment") + [p0])
+p1 = copy.deepcopy(pdb); del p1["spec"]["maxUnavailable"]; p1["spec"]["minAvailable"] = 1
+fx(R, "fires", "min-available-all-replicas", "minAvailable 1 with 1 replica.", base("Deployment") + [p1])
+fx(R, "passes", "max-unavailable-one", "maxUnavailable 1.", base("Deployment") + [copy.deepcopy(pdb)])
+p2 = copy.deepcopy(pdb); p2["spec"]["maxUnavailable"] = 0; p2["spec"]["selector"] = {"matchLabels": {"app": "web"}}
+fx(R, "passes", "other-pods", "A strict budget over other pods.", base("Deployment") + [p2])
+
+for (rule, kind, name), (desc, docs) in out.items():
+    path = ROOT / rule / kind / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "---\n".join(yaml.safe_dump(doc, sort_keys=False, width=120) for doc in docs)
+    path.write_text(f"# {desc}\n" + body)
+print(len(out), "fixtures")
