@@ -96,7 +96,6 @@ def _load(chunk: str) -> Any:
         loader.dispose()
 
 _EXTENSIONS = (".yaml", ".yml", ".json")
-_DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.MULTILINE)
 _TOP_LEVEL_KIND = re.compile(r"""^kind:[ \t]*["']?([A-Za-z][A-Za-z0-9]*)["']?[ \t]*(?:#.*)?\r?$""", re.MULTILINE)
 _CONTENT_LINE = re.compile(r"^[ \t]*[^#\s]", re.MULTILINE)
 
@@ -126,9 +125,13 @@ def yaml_files(paths: Sequence[str]) -> Iterator[Path]:
 
 def documents(text: str) -> Iterator[tuple[int, str]]:
     """(first line, text) of each document of a stream, split on ``---`` lines; comment-only parts dropped."""
-    starts = [m.start() for m in _DOCUMENT_START.finditer(text)]
-    if not starts or starts[0] != 0:
-        starts.insert(0, 0)
+    starts = [0]
+    at = text.find("\n---")
+    while at >= 0:  # str.find, not a multiline regex: this runs over every byte of the input
+        after = text[at + 4: at + 5]
+        if after in ("", " ", "\t", "\n", "\r"):
+            starts.append(at + 1)
+        at = text.find("\n---", at + 4)
     line = 1
     previous = 0
     for index, start in enumerate(starts):

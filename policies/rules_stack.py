@@ -109,6 +109,7 @@ def services_selecting(resources: Sequence[Resource], namespace: str, labels: Ma
 
 
 def _monitor_index(resources: Sequence[Resource], kind: str) -> SelectorIndex:
+    """PodMonitors, ServiceMonitors or PodDisruptionBudgets by their spec.selector.matchLabels."""
     def build(items: Sequence[Resource]) -> SelectorIndex:
         index = SelectorIndex()
         for r in items:
@@ -328,8 +329,7 @@ def service_targets_vllm_port(resources: Sequence[Resource], settings: Mapping[s
     fix="Use maxUnavailable: 1 (with unhealthyPodEvictionPolicy: AlwaysAllow).",
 )
 def pdb_allows_eviction(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
-    budgets = [r for r in resources if r.kind == "PodDisruptionBudget"]
-    if not budgets:
+    if not any(r.kind == "PodDisruptionBudget" for r in resources):
         return
     for workload in resources:
         templates = _serving_templates(workload)
@@ -337,7 +337,7 @@ def pdb_allows_eviction(resources: Sequence[Resource], settings: Mapping[str, An
             continue
         labels = workload.pod_labels(templates[0])
         replicas = as_int(workload.spec.get("replicas", 1)) if workload.kind != "Pod" else 1
-        for budget in budgets:
+        for budget in _monitor_index(resources, "PodDisruptionBudget").candidates(labels):
             if budget.namespace != workload.namespace or not match_selector(mapping(budget.spec.get("selector")),
                                                                             labels):
                 continue
