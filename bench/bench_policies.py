@@ -92,6 +92,9 @@ def main() -> int:
         print(f"policies.check : {ours:6.2f} s wall, {ours_cpu:5.2f} s CPU  ({len(findings)} findings, "
               f"{mandatory} mandatory)  "
               f"target < {TARGET_SECONDS} s: {verdict}")
+        serial, serial_cpu, _ = best_time([sys.executable, "-m", "policies.check", str(directory), "--format",
+                                           "json", "--jobs", "1"], args.repeat, (0, 1))
+        print(f"  --jobs 1     : {serial:6.2f} s wall, {serial_cpu:5.2f} s CPU  (one process)")
 
         linter = os.environ.get("KUBE_LINTER") or (str(KUBE_LINTER) if KUBE_LINTER.exists() else shutil.which("kube-linter"))
         if not linter:

@@ -28,6 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="YAML file or directory (walked recursively)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    parser.add_argument("--jobs", "-j", type=int, metavar="N",
+                        help="processes that parse in parallel (default: one per core for many files)")
     parser.add_argument("--config", metavar="FILE",
                         help="YAML: {rules: {<rule>: {enforcement: mandatory|advisory|disabled, <setting>: value}}}")
     return parser
@@ -81,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
-        findings = check_paths(args.paths, config)
+        findings = check_paths(args.paths, config, jobs=args.jobs)
     except (InputError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT

@@ -25,8 +25,12 @@ _JOB: dict[str, Any] = {}
 """What the forked workers need (a closure and the config), inherited through fork rather than pickled."""
 
 
-def _workers(files: int) -> int:
-    if files < FILES_PER_WORKER * 2 or "fork" not in multiprocessing.get_all_start_methods():
+def _workers(files: int, jobs: int | None = None) -> int:
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if jobs is not None:
+        return max(1, min(jobs, files))
+    if files < FILES_PER_WORKER * 2:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cores, files // FILES_PER_WORKER))
@@ -39,13 +43,15 @@ def _check_file(file: str) -> tuple[list[Finding], list[dict[str, Any]]]:
     return findings, [r.obj for r in resources if r.kind in kinds]
 
 
-def check_paths(paths: Sequence[str], config: Config | None = None) -> list[Finding]:
-    """Every finding over the files and directories in ``paths``; raises InputError on unreadable input."""
+def check_paths(paths: Sequence[str], config: Config | None = None, jobs: int | None = None) -> list[Finding]:
+    """Every finding over the files and directories in ``paths``; raises InputError on unreadable input.
+
+    ``jobs``: processes to parse with (None: one per core when there are enough files)."""
     config = config or Config()
     active = [rule for rule in all_rules().values() if config.level(rule) != "disabled"]
     needed = reads(active)
     files = [str(f) for f in yaml_files(paths)]
-    workers = _workers(len(files))
+    workers = _workers(len(files), jobs)
     if workers == 1:
         resources = [r for file in files for r in load_text(read_file(Path(file)), file, needed)]
         return evaluate(resources, config)

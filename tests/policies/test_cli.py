@@ -197,3 +197,14 @@ def test_crossguard_policy_config_file_works_offline(tmp_path: Path, capsys: pyt
     assert levels["shutdown-timeout"] == "advisory"
     assert levels["grace-covers-drain"] == "mandatory"
     assert code == 1
+
+
+def test_jobs_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for i in range(4):
+        (tmp_path / f"{i}.yaml").write_text(NO_SHUTDOWN_TIMEOUT.read_text())
+    outputs = []
+    for jobs in ("1", "2"):
+        code, out, _ = run(capsys, str(tmp_path), "--jobs", jobs, "--format", "json")
+        assert code == 1
+        outputs.append(json.loads(out))
+    assert outputs[0] == outputs[1] and len(outputs[0]) >= 4
