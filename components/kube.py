@@ -21,26 +21,51 @@ def inherited_depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Res
     return [resource for resource in depends_on if isinstance(resource, pulumi.Resource)]
 
 
+# API groups the Kubernetes provider knows without asking a cluster; anything else is a custom resource.
+BUILTIN_GROUPS = frozenset({
+    "", "apps", "batch", "policy", "autoscaling", "networking.k8s.io", "rbac.authorization.k8s.io",
+    "storage.k8s.io", "scheduling.k8s.io", "apiextensions.k8s.io", "admissionregistration.k8s.io",
+    "coordination.k8s.io", "discovery.k8s.io", "node.k8s.io", "certificates.k8s.io",
+})
+
+
+def is_custom_resource(obj: dict[str, Any]) -> bool:
+    return str(obj["apiVersion"]).rpartition("/")[0] not in BUILTIN_GROUPS
+
+
 def register_objects(
     name: str, objects: Sequence[dict[str, Any]], parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource] = ()
-) -> k8s.yaml.v2.ConfigGroup | None:
-    """One ConfigGroup for a component's objects; the provider applies them in order and awaits each one.
+) -> list[pulumi.Resource]:
+    """Register a component's objects: built-in kinds in one ConfigGroup (the provider applies them in order and
+    awaits each), custom resources (LWS, ScaledObject, monitors, rules) one ``CustomResource`` each.
 
-    The objects go in as one YAML stream of JSON documents rather than as ``objs``: the SDK serializes a string in
-    constant time but walks every nested field of ``objs`` (about 4x the CPU per group, which dominated a program
-    with many models). Secrets never travel this way (see register_secret).
+    A ConfigGroup must look up whether a custom kind is namespaced, which fails when its CRD is not served yet: at
+    preview before the add-on's chart is installed, and always in render mode (pulumi-kubernetes issue 3176).
     """
-    if not objects:
-        return None
-    return k8s.yaml.v2.ConfigGroup(
-        name,
-        yaml=yaml_stream(objects),
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on)),
-    )
+    opts = pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on))
+    builtin = [obj for obj in objects if not is_custom_resource(obj)]
+    resources: list[pulumi.Resource] = []
+    if builtin:
+        resources.append(k8s.yaml.v2.ConfigGroup(name, yaml=yaml_stream(builtin), opts=opts))
+    for obj in objects:
+        if is_custom_resource(obj):
+            extra = set(obj) - {"apiVersion", "kind", "metadata", "spec"}
+            if extra:
+                raise ValueError(f"{obj['kind']}/{obj['metadata']['name']}: only metadata and spec are registered, "
+                                 f"not {sorted(extra)}")
+            resources.append(k8s.apiextensions.CustomResource(
+                f"{name}-{str(obj['kind']).lower()}", api_version=obj["apiVersion"], kind=obj["kind"],
+                metadata=obj["metadata"], spec=obj.get("spec"), opts=opts,
+            ))
+    return resources
 
 
 def yaml_stream(objects: Sequence[dict[str, Any]]) -> str:
-    """A multi-document YAML stream, each document the object as JSON (valid YAML, quoted strings, key order kept)."""
+    """A multi-document YAML stream, each document the object as JSON (valid YAML, quoted strings, key order kept).
+
+    A ConfigGroup gets its objects this way rather than as ``objs``: the SDK serializes one string in constant time but
+    walks every nested field of ``objs``, about 4x the CPU per group, which dominated a program with many models.
+    Secrets never travel this way (register_secret)."""
     return "".join(f"---\n{json.dumps(obj, separators=(',', ':'), ensure_ascii=False)}\n" for obj in objects)
 
 

@@ -84,8 +84,7 @@ class VllmStack(pulumi.ComponentResource):
 
         namespace: list[pulumi.Resource] = []
         if spec.create_namespace:
-            group = register_objects("namespace", [build_namespace(spec.namespace, labels)], self, nodes)
-            namespace = [group] if group is not None else []
+            namespace = register_objects("namespace", [build_namespace(spec.namespace, labels)], self, nodes)
 
         self.services = {}
         for plan in plans:

@@ -49,6 +49,24 @@ def named(monitor: RecordingMonitor, type_: str, name: str) -> Registration:
     return matches[0]
 
 
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
+PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+CUSTOM_TYPES = (SCALED_OBJECT, SERVICE_MONITOR, PROMETHEUS_RULE, LWS)
+
+
+def applied_objects(monitor: RecordingMonitor) -> list[dict[str, Any]]:
+    """Every Kubernetes object the program applies: ConfigGroup documents and custom resources (not Secrets)."""
+    result = [o for r in by_type(monitor, CONFIG_GROUP) for o in objs(r)]
+    for registration in monitor.registrations:
+        if registration.type in CUSTOM_TYPES:
+            inputs = registration.inputs
+            result.append({"apiVersion": inputs["apiVersion"], "kind": inputs["kind"], "metadata": inputs["metadata"],
+                           "spec": inputs["spec"]})
+    return result
+
+
 def objs(registration: Registration) -> list[dict[str, Any]]:
     """The objects a ConfigGroup applies (registered as a YAML stream)."""
     return [doc for doc in yaml.safe_load_all(registration.inputs["yaml"]) if doc is not None]
@@ -56,10 +74,14 @@ def objs(registration: Registration) -> list[dict[str, Any]]:
 
 # ---- resource types -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("stack", "expected"), [
-    pytest.param("local", {CONFIG_GROUP: 5, RELEASE: 0, NODE_GROUP: 0}, id="render-mode-no-addons-no-nodes"),
-    pytest.param("edge", {CONFIG_GROUP: 5, RELEASE: 0, NODE_GROUP: 0}, id="kubeconfig-addons-marked-installed"),
-    pytest.param("prod", {CONFIG_GROUP: 5, RELEASE: 2, NODE_GROUP: 1}, id="eks-gpu-operator-and-keda"),
-    pytest.param("multinode", {CONFIG_GROUP: 4, RELEASE: 2, NODE_GROUP: 1}, id="eks-gpu-operator-and-lws"),
+    pytest.param("local", {CONFIG_GROUP: 4, SCALED_OBJECT: 1, SERVICE_MONITOR: 1, LWS: 0, RELEASE: 0, NODE_GROUP: 0},
+                 id="render-mode-no-addons-no-nodes"),
+    pytest.param("edge", {CONFIG_GROUP: 4, SCALED_OBJECT: 1, SERVICE_MONITOR: 1, LWS: 0, RELEASE: 0, NODE_GROUP: 0},
+                 id="kubeconfig-addons-marked-installed"),
+    pytest.param("prod", {CONFIG_GROUP: 4, SCALED_OBJECT: 1, SERVICE_MONITOR: 1, LWS: 0, RELEASE: 2, NODE_GROUP: 1},
+                 id="eks-gpu-operator-and-keda"),
+    pytest.param("multinode", {CONFIG_GROUP: 4, SCALED_OBJECT: 0, SERVICE_MONITOR: 1, LWS: 1, RELEASE: 2,
+                               NODE_GROUP: 1}, id="eks-gpu-operator-and-lws"),
 ])
 def test_resource_counts_per_stack(stack: str, expected: dict[str, int]) -> None:
     monitor = run_stack(stack)
@@ -70,7 +92,7 @@ def test_kinds_in_config_groups_match_build_manifests() -> None:
     from vllm_pulumi.components.manifests import build_manifests, load_stack
 
     monitor = run_stack("prod")
-    registered = [(o["kind"], o["metadata"]["name"]) for r in by_type(monitor, CONFIG_GROUP) for o in objs(r)]
+    registered = [(o["kind"], o["metadata"]["name"]) for o in applied_objects(monitor)]
     secrets = [("Secret", r.inputs["metadata"]["name"]) for r in by_type(monitor, "kubernetes:core/v1:Secret")]
     rendered = [(o["kind"], o["metadata"]["name"]) for o in build_manifests(load_stack("prod"))]
     assert sorted(registered + secrets) == sorted(rendered)
@@ -108,7 +130,10 @@ def test_explicit_order(stack: str, model: str, addons: list[str]) -> None:
     releases = [named(monitor, RELEASE, addon) for addon in addons]
     storage = named(monitor, CONFIG_GROUP, f"{model}-storage")
     serving = named(monitor, CONFIG_GROUP, f"{model}-serving")
-    observability = named(monitor, CONFIG_GROUP, f"{model}-observability")
+    if stack == "multinode":
+        lws = named(monitor, LWS, f"{model}-serving-leaderworkerset")
+        assert lws.dependencies == serving.dependencies, "the LWS waits for what the rest of serving waits for"
+    observability = named(monitor, SERVICE_MONITOR, f"{model}-observability-servicemonitor")
     namespace = named(monitor, CONFIG_GROUP, "namespace")
     for release in releases:
         assert _depends(monitor, release, node_group), f"{release.name} does not wait for the GPU nodes"
@@ -118,7 +143,7 @@ def test_explicit_order(stack: str, model: str, addons: list[str]) -> None:
     assert _depends(monitor, serving, storage), "serving does not wait for the hydrated store"
     assert _depends(monitor, observability, serving)
     if stack == "prod":
-        autoscaling = named(monitor, CONFIG_GROUP, f"{model}-autoscaling")
+        autoscaling = named(monitor, SCALED_OBJECT, f"{model}-autoscaling-scaledobject")
         assert _depends(monitor, autoscaling, serving)
         assert _depends(monitor, autoscaling, named(monitor, RELEASE, "keda"))
 
@@ -238,11 +263,11 @@ def test_render_mode_never_creates_helm_releases() -> None:
 
 
 @pytest.mark.parametrize("stack", ["local", "edge", "prod", "multinode"])
-def test_config_groups_apply_exactly_the_built_manifests(stack: str) -> None:
+def test_the_program_applies_exactly_the_built_manifests(stack: str) -> None:
     from vllm_pulumi.components.manifests import build_manifests, load_stack
 
     monitor = run_stack(stack)
-    registered = [o for r in by_type(monitor, CONFIG_GROUP) for o in objs(r)]
+    registered = applied_objects(monitor)
     rendered = [o for o in build_manifests(load_stack(stack)) if o["kind"] != "Secret"]
     key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
     assert sorted(registered, key=key) == sorted(rendered, key=key)

@@ -1,0 +1,115 @@
+"""The real Pulumi engine and Kubernetes provider in render mode: `pulumi up` writes exactly build_manifests().
+
+Needs the offline toolchain (scripts/toolchain.sh: pulumi, the Python language host, pulumi-resource-kubernetes);
+skipped with the reason when it is not built. Runs in a temporary copy of the project with a file backend, so the
+repository's stack files and state are never touched.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from vllm_pulumi.components.manifests import build_manifests, load_stack, read_stack_config
+from vllm_pulumi.runtime.derive import gpu_for
+from vllm_pulumi.runtime.spec import parse_deployment
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = Path(os.environ.get("VLLM_PULUMI_CACHE", Path.home() / ".cache" / "vllm-pulumi")) / "tools" / "bin"
+NEEDED = ("pulumi", "pulumi-language-python", "pulumi-language-python-exec", "pulumi-resource-kubernetes")
+COPIED = ("Pulumi.yaml", "__main__.py", "pyproject.toml", "components", "runtime", "policies", "src", "stacks")
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not all((TOOLS / tool).exists() for tool in NEEDED),
+                       reason=f"offline Pulumi toolchain not built in {TOOLS} (run scripts/toolchain.sh)"),
+]
+
+
+def _render_variant(name: str) -> dict[str, Any]:
+    """A reference stack in render mode: no cloud, no add-on installs, Secrets referenced by name."""
+    raw = copy.deepcopy(read_stack_config(name))
+    spec = load_stack(name)
+    for index, model in enumerate(raw["models"]):  # the GPU the node pools gave, now that there are none
+        gpu, gpus_per_node = gpu_for(spec, spec.models[index], index)
+        model.update({"gpu": gpu.id, "gpus_per_node": gpus_per_node})
+    raw["cluster"] = {"mode": "render", "directory": f"rendered/{name}"}
+    raw["addons"] = {"gpu_operator": {"install": False}, "keda": {"install": False}, "lws": {"install": False}}
+    for model in raw["models"]:
+        for holder, key in ((model, "api_key"), (model.get("storage", {}), "hf_token")):
+            if key in holder and "pulumi_secret" in holder[key]:
+                holder[key] = {"existing_secret": {"name": f"{model['name']}-{key.replace('_', '-')}", "key": "value"}}
+    return raw
+
+
+CASES = {"local": read_stack_config("local"), "multinode-render": _render_variant("multinode"),
+         "prod-render": _render_variant("prod")}
+CASES["local"]["cluster"]["directory"] = "rendered/local"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("project")
+    for item in COPIED:
+        source = REPO / item
+        if source.is_dir():
+            shutil.copytree(source, root / item, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(source, root / item)
+    (root / ".venv").symlink_to(Path(sys.prefix))
+    (root / ".state").mkdir()
+    return root
+
+
+def _pulumi(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.update({
+        "PATH": f"{TOOLS}{os.pathsep}{env.get('PATH', '')}",
+        "PULUMI_BACKEND_URL": f"file://{project / '.state'}",
+        "PULUMI_CONFIG_PASSPHRASE": "",
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        "PULUMI_HOME": str(project / ".pulumi-home"),
+    })
+    return subprocess.run(["pulumi", *args], cwd=project, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _quantities_as_strings(value: Any) -> Any:
+    """The provider writes resource quantities as strings (nvidia.com/gpu: 8 -> "8")."""
+    if isinstance(value, dict):
+        return {key: str(item) if key == "nvidia.com/gpu" else _quantities_as_strings(item)
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [_quantities_as_strings(item) for item in value]
+    return value
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_pulumi_up_in_render_mode_writes_exactly_the_built_manifests(project: Path, case: str) -> None:
+    raw = CASES[case]
+    (project / "stacks" / f"Pulumi.{case}.yaml").write_text(
+        yaml.safe_dump({"config": {"vllm-pulumi:deployment": raw}}, sort_keys=False))
+    created = _pulumi(project, "stack", "init", case)
+    assert created.returncode == 0, created.stderr
+    result = _pulumi(project, "up", "--stack", case, "--yes", "--non-interactive", "--skip-preview")
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+    rendered_dir = project / "rendered" / case.removesuffix("-render")
+    rendered = {}
+    for path in sorted(rendered_dir.glob("*/*.yaml")):
+        document = yaml.safe_load(path.read_text())
+        rendered[(document["kind"], document["metadata"]["name"])] = document
+    expected = {(o["kind"], o["metadata"]["name"]): o for o in build_manifests(parse_deployment(raw))}
+    assert sorted(rendered) == sorted(expected)
+    for key, document in rendered.items():
+        assert _quantities_as_strings(document) == _quantities_as_strings(expected[key]), (
+            f"{key} differs from build_manifests()")
