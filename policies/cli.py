@@ -26,7 +26,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m policies.check",
         description="Check Kubernetes manifests (files or directories of YAML) against the vllm-pulumi policies.",
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="YAML file or directory (walked recursively)")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="YAML file, directory (walked recursively), or - for standard input")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
     parser.add_argument("--jobs", "-j", type=int, metavar="N",
                         help="processes that parse in parallel (default: one per core for many files)")

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .engine import Config, Finding, evaluate
-from .loader import load_text, read_file, yaml_files
+from .loader import InputError, load_text, read_file, yaml_files
 from .registry import all_rules, reads
 from .workload import Resource
 
+STDIN = "-"
+"""The PATH that means standard input (``helm template ... | python -m policies.check -``)."""
 FILES_PER_WORKER = 32
 """Fewer files than this per extra process do not repay forking it."""
 
@@ -50,11 +53,14 @@ def check_paths(paths: Sequence[str], config: Config | None = None, jobs: int | 
     config = config or Config()
     active = [rule for rule in all_rules().values() if config.level(rule) != "disabled"]
     needed = reads(active)
-    files = [str(f) for f in yaml_files(paths)]
+    stdin = [load_text(sys.stdin.read(), "<stdin>", needed)] if STDIN in paths else []
+    files = [str(f) for f in yaml_files([p for p in paths if p != STDIN])]
+    if not files and not stdin:
+        raise InputError(f"no .yaml, .yml or .json files in {', '.join(paths)}")
     workers = _workers(len(files), jobs)
-    if workers == 1:
+    if workers == 1 or stdin:
         resources = [r for file in files for r in load_text(read_file(Path(file)), file, needed)]
-        return evaluate(resources, config)
+        return evaluate(resources + [r for found in stdin for r in found], config)
     stack_rules = [rule.name for rule in active if rule.scope == "stack"]
     _JOB.update(needed=needed, config=config, resource_rules=[r.name for r in active if r.scope == "resource"],
                 stack_kinds=frozenset(k for rule in active if rule.scope == "stack" for k in rule.kinds))

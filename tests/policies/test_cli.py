@@ -208,3 +208,19 @@ def test_jobs_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         assert code == 1
         outputs.append(json.loads(out))
     assert outputs[0] == outputs[1] and len(outputs[0]) >= 4
+
+
+def test_standard_input_for_helm_template_pipes() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "policies.check", "-", "--format", "json"], input=NO_SHUTDOWN_TIMEOUT.read_text(),
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 1, result.stderr
+    findings = json.loads(result.stdout)
+    assert any(f["policy"] == "shutdown-timeout" and f["file"] == "<stdin>" for f in findings)
+
+
+def test_a_directory_without_yaml_is_an_error_not_a_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "README.md").write_text("nothing to check")
+    code, _, err = run(capsys, str(tmp_path))
+    assert code == 2 and "no .yaml, .yml or .json files" in err
