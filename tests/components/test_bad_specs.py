@@ -7,10 +7,12 @@ import copy
 from typing import Any
 
 import pulumi
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vllm_pulumi.components.manifests import read_stack_config
+from vllm_pulumi.runtime.spec import SpecError, parse_deployment
 
 from .mocking import run_program_expecting_error
 
@@ -92,6 +94,10 @@ def mutations(draw: st.DrawFn) -> tuple[str, Any, str]:
 @given(mutations())
 def test_mutated_stack_is_rejected_with_its_path_and_registers_nothing(case: tuple[str, Any, str]) -> None:
     description, raw, path = case
+    with pytest.raises(SpecError) as spec_error:
+        parse_deployment(raw, root=ROOT)
+    assert any(issue.setting == path or issue.setting.startswith(path + ".") for issue in spec_error.value.issues), (
+        f"{description}: {[issue.setting for issue in spec_error.value.issues]}")
     error, monitor = run_program_expecting_error(raw, {"vllmApiKey": "k", "hfToken": "t"})
     assert isinstance(error, pulumi.RunError), f"{description}: {type(error).__name__}: {error}"
     message = str(error)
