@@ -16,7 +16,8 @@ STORAGE_COMPONENT = "model-store"
 # Pinned by tag (never `latest`): a slim Python and the hub client at a fixed release.
 HYDRATION_IMAGE = "python:3.11-slim"
 HUGGINGFACE_HUB_VERSION = "2.4.0"
-# Written only after a complete download; its presence makes a re-run a no-op.
+# Written only after a complete download, holding the repo id: a re-run for the same repo is a no-op, a different
+# repo in the same directory replaces the old weights instead of mixing with them.
 MARKER_FILE = ".vllm-pulumi-complete"
 # Long enough for a 405B checkpoint (~800 GB) at ~100 MB/s; Pulumi and the Job give up after this.
 HYDRATION_TIMEOUT_SECONDS = 6 * 3600
@@ -25,9 +26,14 @@ IGNORE_PATTERNS = "original/*,*.pth"
 
 # Fixed script; the repo, the target and the versions come from env vars, never spliced into the text.
 HYDRATION_SCRIPT = """set -eu
+case "$MODEL_DIR" in /models/?*) ;; *) echo "refusing to write outside /models: $MODEL_DIR" >&2; exit 1 ;; esac
 if [ -f "$MODEL_DIR/$MARKER_FILE" ]; then
-  echo "already hydrated: $MODEL_DIR"
-  exit 0
+  if [ "$(cat "$MODEL_DIR/$MARKER_FILE")" = "$HF_REPO" ]; then
+    echo "already hydrated: $HF_REPO in $MODEL_DIR"
+    exit 0
+  fi
+  echo "replacing $(cat "$MODEL_DIR/$MARKER_FILE") with $HF_REPO in $MODEL_DIR"
+  rm -rf "$MODEL_DIR"
 fi
 pip install --no-cache-dir --disable-pip-version-check "huggingface_hub==$HUGGINGFACE_HUB_VERSION"
 python3 -c '
@@ -39,8 +45,8 @@ snapshot_download(
     ignore_patterns=os.environ["IGNORE_PATTERNS"].split(","),
 )
 '
-touch "$MODEL_DIR/$MARKER_FILE"
-echo "hydrated: $MODEL_DIR"
+printf '%s\\n' "$HF_REPO" > "$MODEL_DIR/$MARKER_FILE"
+echo "hydrated: $HF_REPO in $MODEL_DIR"
 """
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -320,7 +321,7 @@ def test_hydration_job(case: str, skip_await: bool) -> None:
     assert ":" in main["image"] and not main["image"].endswith(":latest")
     script = main["command"][2]
     assert script.index('[ -f "$MODEL_DIR/$MARKER_FILE" ]') < script.index("snapshot_download")
-    assert script.index("snapshot_download") < script.index('touch "$MODEL_DIR/$MARKER_FILE"')
+    assert script.index("snapshot_download") < script.index('> "$MODEL_DIR/$MARKER_FILE"')
     env = {e["name"]: e for e in main["env"]}
     assert env["HF_REPO"]["value"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert env["MODEL_DIR"]["value"] == serving_plan.model_ref
@@ -541,3 +542,42 @@ def test_hpa_policy_periods_stay_within_the_api_limit() -> None:
     assert behavior["scaleDown"]["policies"][0]["periodSeconds"] == 1800
     assert scaled["spec"]["cooldownPeriod"] == serving_plan.cooldown_seconds > 1800
     validate_all([scaled])
+
+
+def _run_hydration(tmp_path: Path, repo: str, fail: bool = False) -> tuple[str, int]:
+    """Run the hydration script with pip/python3 stubbed (the stub "downloads" by writing one file per call)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "pip").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "python3").write_text('#!/bin/sh\nmkdir -p "$MODEL_DIR"\n'
+                                     'echo "$HF_REPO" >> "$MODEL_DIR/model.safetensors"\n'
+                                     'echo call >> "$CALLS"\n' + ("exit 1\n" if fail else ""))
+    for stub in ("pip", "python3"):
+        (bin_dir / stub).chmod(0o755)
+    root = tmp_path / "models"
+    script = storage.HYDRATION_SCRIPT.replace("/models/", f"{root}/")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "MODEL_DIR": str(root / "llm"), "HF_REPO": repo,
+           "MARKER_FILE": storage.MARKER_FILE, "HUGGINGFACE_HUB_VERSION": "0", "IGNORE_PATTERNS": "",
+           "CALLS": str(tmp_path / "calls")}
+    result = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=not fail)
+    calls = (tmp_path / "calls").read_text().count("call") if (tmp_path / "calls").exists() else 0
+    return result.stdout, calls
+
+
+def test_hydration_script_is_idempotent_and_replaces_another_repo(tmp_path: Path) -> None:
+    out, calls = _run_hydration(tmp_path, "org/a")
+    assert calls == 1 and "hydrated: org/a" in out
+    out, calls = _run_hydration(tmp_path, "org/a")
+    assert calls == 1 and "already hydrated" in out, "second run with the marker downloads nothing"
+    out, calls = _run_hydration(tmp_path, "org/b")
+    assert calls == 2 and "replacing org/a with org/b" in out
+    weights = (tmp_path / "models" / "llm" / "model.safetensors").read_text()
+    assert weights == "org/b\n", "the old model's files are gone"
+    assert (tmp_path / "models" / "llm" / storage.MARKER_FILE).read_text() == "org/b\n"
+
+
+def test_failed_hydration_writes_no_marker_and_retries(tmp_path: Path) -> None:
+    _run_hydration(tmp_path, "org/a", fail=True)
+    assert not (tmp_path / "models" / "llm" / storage.MARKER_FILE).exists()
+    out, calls = _run_hydration(tmp_path, "org/a")
+    assert calls == 2 and "hydrated: org/a" in out
