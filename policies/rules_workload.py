@@ -33,7 +33,6 @@ from .workload import (
     pre_stop_seconds,
     probe_window_seconds,
     secret_env_names,
-    serve_command,
     sequence,
 )
 
