@@ -138,6 +138,8 @@ def build_hydration_job(
         "kind": "Job",
         "metadata": lbl.metadata(hydration_job_name(plan), plan.namespace, storage_labels(plan, extra_labels),
                                  annotations),
+        # No ttlSecondsAfterFinished: a Job the cluster deletes is one Pulumi recreates on the next `up` (the marker
+        # makes that run a no-op, but it still schedules a pod).
         "spec": {
             "backoffLimit": 3,
             "activeDeadlineSeconds": HYDRATION_TIMEOUT_SECONDS,
