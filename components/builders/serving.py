@@ -45,7 +45,7 @@ CACHE_SIZE_LIMIT = "20Gi"
 TMP_SIZE_LIMIT = "4Gi"
 CACHE_DIR = "/cache"
 RAY_PORT = 6379
-# Where the writable caches go: every cache vLLM and its libraries honour an env var for points at the cache emptyDir.
+# Every cache location vLLM and its libraries read from an env var points into the cache emptyDir.
 CACHE_ENV = {
     "HOME": "/cache",
     "XDG_CACHE_HOME": "/cache",
