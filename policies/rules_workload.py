@@ -311,7 +311,7 @@ def _shm_problem(template: PodTemplate, container: dict[str, Any]) -> str | None
 
 
 @rule(
-    "dev-shm-memory", group="Memory", enforcement="mandatory", severity="high", kinds=SERVING,
+    "dev-shm-memory", group="Memory and CPU", enforcement="mandatory", severity="high", kinds=SERVING,
     description="When a replica uses more than one GPU (TP or PP > 1, or a multi-node LeaderWorkerSet), the vLLM "
                 "containers mount a memory-backed emptyDir at /dev/shm.",
     why="vLLM's worker processes and NCCL exchange data through shared memory; the container runtime's 64 MiB "
@@ -359,7 +359,7 @@ def shm_size_limit(template: PodTemplate, container: dict[str, Any]) -> tuple[st
 
 
 @rule(
-    "memory-limit-covers-shm", group="Memory", enforcement="mandatory", severity="medium", kinds=SERVING,
+    "memory-limit-covers-shm", group="Memory and CPU", enforcement="mandatory", severity="medium", kinds=SERVING,
     description="When the vLLM container has a memory limit, it is larger than its memory-backed /dev/shm sizeLimit.",
     why="A memory-backed emptyDir is charged to the pod's memory: with a limit at or below the /dev/shm size, "
         "filling shared memory (NCCL, worker IPC) gets the container OOM-killed instead of hitting the size limit.",
@@ -379,7 +379,7 @@ def memory_limit_covers_shm(res: Resource, settings: Mapping[str, Any]) -> Itera
 
 
 @rule(
-    "no-cpu-limit", group="Memory", enforcement="advisory", severity="low", kinds=SERVING,
+    "no-cpu-limit", group="Memory and CPU", enforcement="advisory", severity="low", kinds=SERVING,
     description="The vLLM container sets no CPU limit (a CPU request only).",
     why="vLLM's scheduler, tokenizer and HTTP server run on the CPU between GPU steps; CFS throttling under a CPU "
         "limit stalls the engine loop and shows up as latency spikes while the GPU idles.",
@@ -394,7 +394,7 @@ def no_cpu_limit(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violati
 
 
 @rule(
-    "gpu-memory-utilization", group="Memory", enforcement="mandatory", severity="medium", kinds=SERVING,
+    "gpu-memory-utilization", group="Memory and CPU", enforcement="mandatory", severity="medium", kinds=SERVING,
     description="--gpu-memory-utilization is at most 0.95.",
     why="vLLM takes this share of GPU memory up front; above 0.95 nothing is left for allocator fragmentation, "
         "NCCL and CUDA graph buffers that grow later, and the engine runs out of memory under load.",
