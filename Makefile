@@ -21,8 +21,9 @@ demo: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# vLLM 0.33 on CPU in its own venv under ~/.cache/vllm-pulumi, for the cross-check tests (cached after the first run).
 unit: $(STAMP)
-	$(PY) -m pytest
+	VLLM_CROSSCHECK_PYTHON="$$(scripts/vllm-crosscheck-env.sh)" $(PY) -m pytest
 
 test: typecheck unit
 

@@ -1,0 +1,315 @@
+#!/usr/bin/env python
+"""Ask vLLM itself (no GPU, no network) for KV-cache facts and CLI validity.
+
+Run with the python of the venv made by scripts/vllm-crosscheck-env.sh.
+
+Modes (exactly one):
+
+  --config-dir DIR [--tp N] [--pp N] [--kv-cache-dtype D] [--dtype auto]
+      DIR holds only a Hugging Face config.json. Builds
+      vllm.config.ModelConfig(model=DIR, skip_tokenizer_init=True) and
+      vllm.config.ParallelConfig(tensor_parallel_size=N, pipeline_parallel_size=N)
+      and prints JSON with vLLM's own view of the per-rank KV-cache shape.
+
+  --parse-args -- ARG...
+      Parses ARG... (what follows `vllm serve`) with vLLM's own serve parser
+      (vllm.entrypoints.common.cli_args.make_arg_parser) and prints JSON
+      {ok, error, namespace}.
+
+  --batch
+      Reads a JSON list of requests on stdin, each {"facts": {config_dir, tp, pp, kv_cache_dtype, dtype}} or
+      {"parse": [ARG...]}, and prints the JSON list of answers: one vLLM import for many cases.
+
+stdout carries only the JSON document; vLLM/torch logging goes to stderr.
+Exit status is 0 whenever the JSON was produced (check "ok"/"verify_ok").
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+
+# Offline, CPU-only, quiet: must be set before vllm is imported.
+for _k, _v in {
+    "VLLM_TARGET_DEVICE": "cpu",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "VLLM_DO_NOT_TRACK": "1",
+    "VLLM_LOGGING_LEVEL": "WARNING",
+    "TOKENIZERS_PARALLELISM": "false",
+}.items():
+    os.environ.setdefault(_k, _v)
+
+# Namespace keys reported by --parse-args (all others are omitted).
+NAMESPACE_KEYS = (
+    "model_tag",
+    "model",
+    "served_model_name",
+    "host",
+    "port",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "enable_expert_parallel",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "kv_cache_dtype",
+    "block_size",
+    "dtype",
+    "quantization",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "shutdown_timeout",
+    "trust_remote_code",
+    "download_dir",
+    "load_format",
+    "swap_space",
+    "seed",
+    "api_key",
+    "disable_log_stats",
+    "enforce_eager",
+    "distributed_executor_backend",
+)
+
+
+def _jsonable(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+def _err(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+# --------------------------------------------------------------------------
+# --parse-args
+# --------------------------------------------------------------------------
+class _ParseFailure(Exception):
+    def __init__(self, status: int, message: str | None):
+        super().__init__(message or "")
+        self.status = status
+        self.message = (message or "").strip()
+
+
+def parse_serve_args(argv: list[str]) -> dict:
+    from vllm.entrypoints.common.cli_args import (
+        make_arg_parser,
+        validate_parsed_serve_args,
+    )
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    class _Parser(FlexibleArgumentParser):
+        # argparse reports every problem through exit(); raise instead so
+        # the probe can return JSON.
+        def exit(self, status=0, message=None):  # noqa: A003
+            raise _ParseFailure(status, message)
+
+    parser = make_arg_parser(_Parser(prog="vllm serve"))
+    out: dict = {"ok": False, "error": None, "namespace": None}
+    usage = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(usage):
+            ns = parser.parse_args(argv)
+    except _ParseFailure as exc:
+        out["error"] = exc.message or f"argparse exit status {exc.status}"
+        return out
+    # `vllm serve` does this in ServeSubcommand.cmd.
+    if getattr(ns, "model_tag", None) is not None:
+        ns.model = ns.model_tag
+    out["namespace"] = {k: _jsonable(getattr(ns, k)) for k in NAMESPACE_KEYS if hasattr(ns, k)}
+    try:
+        validate_parsed_serve_args(ns)
+    except Exception as exc:  # serve's own pre-load validation
+        out["error"] = _err(exc)
+        return out
+    # Not done: AsyncEngineArgs.from_cli_args(ns) -- its __post_init__
+    # resolves the model name through the Hugging Face hub (get_model_path),
+    # which fails offline for a hub id.
+    out["ok"] = True
+    return out
+
+
+# --------------------------------------------------------------------------
+# --config-dir
+# --------------------------------------------------------------------------
+def model_facts(config_dir: str, tp: int, pp: int, kv_cache_dtype: str, dtype: str) -> dict:
+    import torch
+    from vllm.config import CacheConfig, ModelConfig, ParallelConfig
+    from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
+
+    out: dict = {
+        "vllm_version": None,
+        "config_dir": os.path.abspath(config_dir),
+        "tp": tp,
+        "pp": pp,
+        "kv_cache_dtype": kv_cache_dtype,
+    }
+    import vllm
+
+    out["vllm_version"] = vllm.__version__
+
+    try:
+        CacheConfig(cache_dtype=kv_cache_dtype)
+    except Exception as exc:
+        out["ok"] = False
+        out["error"] = "CacheConfig: " + _err(exc)
+        return out
+
+    try:
+        mc = ModelConfig(
+            model=config_dir,
+            tokenizer=config_dir,
+            skip_tokenizer_init=True,
+            dtype=dtype,
+            trust_remote_code=False,
+        )
+    except Exception as exc:
+        out["ok"] = False
+        out["error"] = "ModelConfig: " + _err(exc)
+        return out
+
+    try:
+        pc = ParallelConfig(tensor_parallel_size=tp, pipeline_parallel_size=pp)
+    except Exception as exc:
+        out["ok"] = False
+        out["error"] = "ParallelConfig: " + _err(exc)
+        return out
+
+    out["ok"] = True
+    out["architectures"] = list(mc.architectures or [])
+    out["dtype"] = str(mc.dtype).removeprefix("torch.")
+    out["use_mla"] = bool(mc.use_mla)
+    out["total_num_hidden_layers"] = mc.get_total_num_hidden_layers()
+    out["total_num_attention_heads"] = mc.model_arch_config.total_num_attention_heads
+    out["total_num_kv_heads"] = mc.get_total_num_kv_heads()
+    out["num_kv_heads_per_rank"] = mc.get_num_kv_heads(pc)
+    out["head_size"] = mc.get_head_size()
+    out["max_model_len"] = mc.max_model_len
+
+    # Layers per pipeline stage, vLLM's own split (ModelConfig.get_num_layers
+    # reads the stage from parallel_config.rank; layout is DP x PP x TP).
+    per_stage = []
+    for pp_rank in range(pp):
+        pc.rank = pp_rank * tp
+        per_stage.append(mc.get_num_layers(pc))
+    pc.rank = 0
+    out["num_layers_per_stage"] = per_stage
+    out["num_layers_worst_stage"] = max(per_stage)
+    out["num_attention_layers_worst_stage"] = None
+    try:
+        attn = []
+        for pp_rank in range(pp):
+            pc.rank = pp_rank * tp
+            attn.append(mc.get_num_layers_by_block_type(pc, "attention"))
+        pc.rank = 0
+        out["num_attention_layers_worst_stage"] = max(attn)
+    except Exception as exc:
+        out["num_attention_layers_error"] = _err(exc)
+
+    # KV element dtype / size as vLLM resolves --kv-cache-dtype.
+    try:
+        kv_dtype = kv_cache_dtype_str_to_dtype(kv_cache_dtype, mc)
+        out["kv_cache_torch_dtype"] = str(kv_dtype).removeprefix("torch.")
+        out["kv_cache_elem_bytes"] = torch.empty((), dtype=kv_dtype).element_size()
+    except Exception as exc:
+        out["kv_cache_dtype_error"] = _err(exc)
+        kv_dtype = None
+
+    # Bytes per token per rank from vLLM's own KV-cache spec classes
+    # (plain layout: no backend padding / packed formats such as fp8_ds_mla).
+    if kv_dtype is not None:
+        try:
+            from vllm.v1.kv_cache_interface import FullAttentionSpec, MLAAttentionSpec
+
+            block = 16
+            if mc.use_mla:
+                spec = MLAAttentionSpec(
+                    block_size=block,
+                    num_kv_heads=mc.get_num_kv_heads(pc),
+                    head_size=mc.get_head_size(),
+                    dtype=kv_dtype,
+                    cache_dtype_str=kv_cache_dtype,
+                )
+            else:
+                spec = FullAttentionSpec(
+                    block_size=block,
+                    num_kv_heads=mc.get_num_kv_heads(pc),
+                    head_size=mc.get_head_size(),
+                    dtype=kv_dtype,
+                )
+            per_layer = spec.page_size_bytes // block
+            layers = out["num_attention_layers_worst_stage"] or out["num_layers_worst_stage"]
+            out["spec_class"] = type(spec).__name__
+            out["kv_bytes_per_token_per_layer_per_rank"] = per_layer
+            out["kv_bytes_per_token_per_rank_worst_stage"] = per_layer * layers
+        except Exception as exc:
+            out["spec_error"] = _err(exc)
+
+    try:
+        mc.verify_with_parallel_config(pc)
+        out["verify_ok"] = True
+        out["verify_error"] = None
+    except Exception as exc:
+        out["verify_ok"] = False
+        out["verify_error"] = _err(exc)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rest: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, rest = argv[:i], argv[i + 1 :]
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--config-dir", help="directory holding a HF config.json")
+    mode.add_argument("--batch", action="store_true", help="answer a JSON list of requests read on stdin")
+    mode.add_argument(
+        "--parse-args",
+        action="store_true",
+        help="parse the arguments after `--` with vLLM's serve parser",
+    )
+    ap.add_argument("--tp", type=int, default=1)
+    ap.add_argument("--pp", type=int, default=1)
+    ap.add_argument("--kv-cache-dtype", default="auto")
+    ap.add_argument("--dtype", default="auto")
+    opts = ap.parse_args(argv)
+
+    if opts.batch:
+        answers: list = []
+        with contextlib.redirect_stdout(sys.stderr):  # vLLM logs must not mix with the JSON answer
+            for request in json.load(sys.stdin):
+                if "parse" in request:
+                    answers.append(parse_serve_args(list(request["parse"])))
+                else:
+                    facts = request["facts"]
+                    answers.append(model_facts(facts["config_dir"], int(facts.get("tp", 1)), int(facts.get("pp", 1)),
+                                               facts.get("kv_cache_dtype", "auto"), facts.get("dtype", "auto")))
+        result = answers
+    elif opts.parse_args:
+        result = parse_serve_args(rest)
+    else:
+        if rest:
+            ap.error("arguments after -- are only used with --parse-args")
+        result = model_facts(opts.config_dir, opts.tp, opts.pp, opts.kv_cache_dtype, opts.dtype)
+    sys.stdout.write(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
