@@ -676,9 +676,9 @@ def vllm_image_version(res: Resource, settings: Mapping[str, Any]) -> Iterator[V
         image = server.container.get("image")
         if not isinstance(image, str):
             continue
-        _, tag, _ = image_tag(image)
-        if not tag:
-            continue
+        repository, tag, _ = image_tag(image)
+        if not tag or "vllm-openai" not in repository:
+            continue  # other images' tags are their own release numbers, not vLLM's
         try:
             version = parse_version(tag)
         except ValueError:

@@ -370,6 +370,9 @@ fx(R, "passes", "max-unavailable-one", "maxUnavailable 1.", base("Deployment") +
 p2 = copy.deepcopy(pdb); p2["spec"]["maxUnavailable"] = 0; p2["spec"]["selector"] = {"matchLabels": {"app": "web"}}
 fx(R, "passes", "other-pods", "A strict budget over other pods.", base("Deployment") + [p2])
 
+d = base("Deployment"); vllm(d)["image"] = "registry.example.com/team/vllm-server:0.4.1"
+fx("vllm-image-version", "passes", "own-image-tag", "An in-house image whose tag is its own release number, not vLLM's.", d)
+
 for (rule, kind, name), (desc, docs) in out.items():
     path = ROOT / rule / kind / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
