@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv typecheck unit clean
+.PHONY: demo test venv typecheck unit toolchain clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,18 +14,22 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# The main job on the embedded default: the capacity plan of the `local` stack's model.
+# The main job on the embedded default: `pulumi up --stack local` renders the reference deployment (scripts/demo.sh).
 demo: $(STAMP)
-	$(PY) -m runtime plan --model llama-3.1-8b --gpu rtx-4090 --kv-cache-dtype fp8 --max-model-len 32768
+	scripts/demo.sh
+
+# The offline Pulumi CLI, language host, Kubernetes provider, kube-apiserver and etcd, built once into ~/.cache.
+toolchain:
+	scripts/toolchain.sh
 
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
 # vLLM 0.33 on CPU in its own venv under ~/.cache/vllm-pulumi, for the cross-check tests (cached after the first run).
-unit: $(STAMP)
+unit: $(STAMP) toolchain
 	VLLM_CROSSCHECK_PYTHON="$$(scripts/vllm-crosscheck-env.sh)" $(PY) -m pytest
 
 test: typecheck unit
 
 clean:
-	rm -rf $(VENV) rendered .pytest_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) rendered .pulumi-state .pytest_cache .mypy_cache .hypothesis

@@ -29,8 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runtime", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     plan = commands.add_parser("plan", help="KV-cache capacity plan for a model on a GPU")
-    plan.add_argument("--model", required=True, help="catalog id, Hugging Face id, or path to config.json")
-    plan.add_argument("--gpu", required=True, help="catalog id or nvidia.com/gpu.product label")
+    plan.add_argument("--model", help="catalog id, Hugging Face id, or path to config.json")
+    plan.add_argument("--gpu", help="catalog id or nvidia.com/gpu.product label")
+    plan.add_argument("--stack-file", metavar="Pulumi.STACK.yaml",
+                      help="plan every model of a stack file instead (its vllm-pulumi:deployment settings)")
     plan.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
     plan.add_argument("--pp", type=int, default=1, help="pipeline-parallel size")
     plan.add_argument("--kv-cache-dtype", default="auto", choices=get_args(KvCacheDtype))
@@ -128,8 +130,45 @@ def _plot(path: str, model: ModelFacts, gpu: GpuFacts, plan: CapacityPlan) -> No
     plt.close(figure)
 
 
+def _plan_stack_file(path: str, as_json: bool) -> int:
+    """Plan each model of a stack file with the settings the stack derives (what `pulumi up` would deploy)."""
+    import yaml
+
+    from .derive import plan_deployment
+    from .spec import SpecError, parse_deployment
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = (yaml.safe_load(handle) or {}).get("config", {}).get("vllm-pulumi:deployment")
+        plans = plan_deployment(parse_deployment(raw, root="vllm-pulumi:deployment"))
+    except (OSError, yaml.YAMLError) as error:
+        print(f"error: --stack-file={path!r}: cannot read it ({error})", file=sys.stderr)
+        return 2
+    except SpecError as error:
+        print(f"error: --stack-file={path!r}: {error}", file=sys.stderr)
+        return 2
+    reports = []
+    for plan in plans:
+        engine = plan.spec.engine.model_copy(update={"max_model_len": plan.capacity.max_model_len})
+        # One pod's GPUs as the node size reproduces the stack's layout: a single pod, or whole-node LWS pods.
+        report = build_report(plan.model, plan.gpu, engine, plan.layout.gpus_per_pod, plan.spec.storage.kind)
+        report["deployment"] = plan.spec.name
+        report["startup_budget_seconds"] = plan.startup_budget_seconds  # the stack may override or re-measure it
+        reports.append(report)
+        if not as_json:
+            print(f"[{plan.spec.name}] " + _table(report, plan.model, plan.gpu) + "\n")
+    if as_json:
+        print(json.dumps(reports, indent=2))
+    return 0 if all(report["fits"] for report in reports) else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.stack_file:
+        return _plan_stack_file(args.stack_file, args.json)
+    if not args.model or not args.gpu:
+        print("error: --model and --gpu are required (or --stack-file)", file=sys.stderr)
+        return 2
     try:
         model = resolve_model(args.model)
         gpu = find_gpu(args.gpu)
