@@ -75,3 +75,25 @@ def test_python_dash_m_runtime_runs_from_the_repo_root() -> None:
                              "--json"], cwd=REPO, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["model"] == "llama-3-8b"
+
+
+@pytest.mark.parametrize("stack", ["local", "edge", "prod", "multinode"])
+def test_stack_file_plans_every_model_as_the_program_derives_it(stack: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--stack-file", str(REPO / "stacks" / f"Pulumi.{stack}.yaml"), "--json"]) == 0
+    reports = json.loads(capsys.readouterr().out)
+    assert reports and all(report["fits"] for report in reports)
+
+
+def test_multinode_stack_file_keeps_the_leader_worker_set_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["plan", "--stack-file", str(REPO / "stacks" / "Pulumi.multinode.yaml"), "--json"])
+    (report,) = json.loads(capsys.readouterr().out)
+    assert (report["layout"], report["pods_per_replica"], report["gpus_per_pod"]) == ("leader-worker-set", 2, 8)
+
+
+def test_unreadable_or_invalid_stack_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--stack-file", str(tmp_path / "missing.yaml")]) == 2
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text("config:\n  vllm-pulumi:deployment:\n    cluster: {mode: render}\n    models: []\n")
+    assert main(["plan", "--stack-file", str(bad)]) == 2
+    assert "vllm-pulumi:deployment.models" in capsys.readouterr().err
