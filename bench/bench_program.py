@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -85,15 +86,29 @@ def time_program(models: int) -> tuple[float, float, int]:
     return time.perf_counter() - start, time.process_time() - start_cpu, mocks.count
 
 
+def time_in_fresh_process(models: int) -> tuple[float, float, int]:
+    """time_program in its own interpreter (after a 1-model warm-up run), so no run inherits another's heap."""
+    output = subprocess.run([sys.executable, __file__, "--one", str(models)], check=True, capture_output=True,
+                            text=True).stdout
+    result = json.loads(output.strip().splitlines()[-1])
+    return float(result["wall"]), float(result["cpu"]), int(result["resources"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the median is reported")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.getLogger().setLevel(logging.ERROR)  # the planner's warnings, once per model, are not what we time
-    time_program(1)  # warm imports and caches
+    if args.one is not None:
+        time_program(1)  # imports and first-use caches
+        wall, cpu, resources = time_program(args.one)
+        print(json.dumps({"wall": wall, "cpu": cpu, "resources": resources}))
+        return 0
+
     results: dict[int, tuple[float, float, int]] = {}
     for count in COUNTS:
-        runs = [time_program(count) for _ in range(args.repeat)]
+        runs = [time_in_fresh_process(count) for _ in range(args.repeat)]
         results[count] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), runs[0][2])
 
     load = os.getloadavg()[0]
