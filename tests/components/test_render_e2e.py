@@ -113,3 +113,18 @@ def test_pulumi_up_in_render_mode_writes_exactly_the_built_manifests(project: Pa
     for key, document in rendered.items():
         assert _quantities_as_strings(document) == _quantities_as_strings(expected[key]), (
             f"{key} differs from build_manifests()")
+
+
+def test_a_bad_spec_fails_with_the_field_path_and_no_traceback(project: Path) -> None:
+    raw = copy.deepcopy(CASES["local"])
+    raw["models"][0]["engine"]["tensor_parallel_size"] = 3
+    raw["cluster"]["directory"] = "rendered/bad"
+    (project / "stacks" / "Pulumi.bad.yaml").write_text(
+        yaml.safe_dump({"config": {"vllm-pulumi:deployment": raw}}, sort_keys=False))
+    assert _pulumi(project, "stack", "init", "bad").returncode == 0
+    result = _pulumi(project, "up", "--stack", "bad", "--yes", "--non-interactive", "--skip-preview")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "vllm-pulumi:deployment.models[0].engine.tensor_parallel_size=3" in output
+    assert "Traceback" not in output
+    assert not (project / "rendered" / "bad").exists(), "nothing was rendered"
