@@ -36,7 +36,9 @@ def _workers(files: int, jobs: int | None = None) -> int:
     if files < FILES_PER_WORKER * 2:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, files // FILES_PER_WORKER))
+    # Extra processes only pay off on idle cores: on a busy machine they add pickling and win no CPU time.
+    idle = cores - (os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0)
+    return max(1, min(cores, int(idle + 0.5), files // FILES_PER_WORKER))
 
 
 def _check_file(file: str) -> tuple[list[Finding], list[dict[str, Any]]]:

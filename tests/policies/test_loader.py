@@ -78,26 +78,35 @@ def test_list_kind_json_and_flow_style(tmp_path: Path) -> None:
     assert sorted(r.name for r in resources) == ["a", "b", "c"]
 
 
-def test_parallel_check_gives_the_same_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallel_check_gives_the_same_findings(tmp_path: Path) -> None:
     """Forked workers run the per-object rules; the parent runs stack rules over what they send back."""
     fixtures = Path(__file__).parent / "fixtures"
     sources = sorted(fixtures.glob("*/fires/*.yaml")) + sorted((fixtures / "reference").glob("*.yaml"))
     for i, file in enumerate(sources):
         (tmp_path / f"{i:03d}-{file.name}").write_text(file.read_text())
-    monkeypatch.setattr(offline, "FILES_PER_WORKER", 10**6)
-    serial = offline.check_paths([str(tmp_path)])
-    monkeypatch.setattr(offline, "FILES_PER_WORKER", 4)
-    if offline._workers(len(sources)) == 1:
-        pytest.skip("one core: no parallel path here")
-    parallel = offline.check_paths([str(tmp_path)])
+    serial = offline.check_paths([str(tmp_path)], jobs=1)
+    if offline._workers(len(sources), jobs=2) == 1:
+        pytest.skip("no fork start method here: no parallel path")
+    parallel = offline.check_paths([str(tmp_path)], jobs=2)
     assert serial and sorted(map(repr, parallel)) == sorted(map(repr, serial))
     assert {f.policy for f in parallel} >= {"autoscaler-cooldown", "api-key-when-exposed", "shutdown-timeout"}
 
 
-def test_parallel_check_reports_input_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallel_check_reports_input_errors(tmp_path: Path) -> None:
     for i in range(8):
         (tmp_path / f"{i}.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: a}\n")
     (tmp_path / "9.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: [a}\n")
-    monkeypatch.setattr(offline, "FILES_PER_WORKER", 2)
     with pytest.raises(InputError, match=r"9\.yaml:3:"):
-        offline.check_paths([str(tmp_path)])
+        offline.check_paths([str(tmp_path)], jobs=2)
+
+
+def test_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(offline.os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(offline.os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert offline._workers(10) == 1  # few files: not worth a fork
+    assert offline._workers(1000) == 4
+    monkeypatch.setattr(offline.os, "getloadavg", lambda: (2.6, 0.0, 0.0))
+    assert offline._workers(1000) == 1  # about one idle core left: parallel parsing would only add pickling
+    monkeypatch.setattr(offline.os, "getloadavg", lambda: (9.0, 0.0, 0.0))
+    assert offline._workers(1000) == 1
+    assert offline._workers(1000, jobs=3) == 3  # --jobs decides
