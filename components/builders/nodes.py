@@ -116,7 +116,8 @@ def launch_template_args(desc: NodeGroupDescription, security_group_ids: list[An
             "ebs": {"volume_size": desc.disk_size_gib, "volume_type": "gp3", "delete_on_termination": "true",
                     "encrypted": "true"},
         }],
-        # IMDSv2 only; hop limit 2 lets the VPC CNI and node agents reach it, not arbitrary pods behind NAT.
+        # IMDSv2 only. Hop limit 2 is the EKS default and lets pods reach IMDS (some CSI node plugins need it, and so
+        # does S3 streaming on the node role); with IRSA / Pod Identity in place, 1 keeps pods off the node role.
         "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 2},
     }
     if desc.efa:
