@@ -373,6 +373,20 @@ fx(R, "passes", "other-pods", "A strict budget over other pods.", base("Deployme
 d = base("Deployment"); vllm(d)["image"] = "registry.example.com/team/vllm-server:0.4.1"
 fx("vllm-image-version", "passes", "own-image-tag", "An in-house image whose tag is its own release number, not vLLM's.", d)
 
+R = "network-policy-admits-prometheus"
+np_ = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "vllm-llama3-8b", "namespace": "inference"},
+       "spec": {"podSelector": {"matchLabels": {"app": "vllm-llama3-8b"}}, "policyTypes": ["Ingress"], "ingress": [
+           {"from": [{"namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["apps"]}]}}],
+            "ports": [{"protocol": "TCP", "port": 8000}]}]}}
+fx(R, "fires", "clients-only", "Only the apps namespace may reach vLLM: Prometheus in monitoring is cut off.", base("Deployment") + [copy.deepcopy(np_)])
+n2 = copy.deepcopy(np_); n2["spec"]["ingress"].append({"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}], "ports": [{"port": 9090}]})
+fx(R, "fires", "monitoring-wrong-port", "monitoring is admitted, but only to port 9090; /metrics is on 8000.", base("Deployment") + [n2])
+n3 = copy.deepcopy(np_); n3["spec"]["ingress"].append({"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}], "ports": [{"port": "http"}]})
+fx(R, "passes", "monitoring-admitted", "A second ingress rule admits the monitoring namespace to the named port http (8000).", base("Deployment") + [n3])
+fx(R, "passes", "no-network-policy", "No NetworkPolicy: nothing isolates the pods.", base("Deployment"))
+n4 = copy.deepcopy(np_); n4["spec"]["ingress"] = [{"from": [{"namespaceSelector": {}}]}]
+fx(R, "passes", "all-namespaces", "An empty namespaceSelector admits every namespace.", base("Deployment") + [n4])
+
 for (rule, kind, name), (desc, docs) in out.items():
     path = ROOT / rule / kind / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
