@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 scripts/toolchain.sh
 eval "$(scripts/toolchain.sh env)"
 export PULUMI_BACKEND_URL="file://$PWD/.pulumi-state"
-export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-}"  # the local stack holds no secret values
+# The local stack holds no secret values: its committed encryptionsalt is for the empty passphrase.
+export PULUMI_CONFIG_PASSPHRASE=""
+unset PULUMI_CONFIG_PASSPHRASE_FILE
 mkdir -p .pulumi-state
 
 pulumi stack select --create --non-interactive local
