@@ -8,10 +8,6 @@ repository's stack files and state are never touched.
 from __future__ import annotations
 
 import copy
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +18,9 @@ from vllm_pulumi.components.manifests import build_manifests, load_stack, read_s
 from vllm_pulumi.runtime.derive import gpu_for
 from vllm_pulumi.runtime.spec import parse_deployment
 
-REPO = Path(__file__).resolve().parents[2]
-TOOLS = Path(os.environ.get("VLLM_PULUMI_CACHE", Path.home() / ".cache" / "vllm-pulumi")) / "tools" / "bin"
-NEEDED = ("pulumi", "pulumi-language-python", "pulumi-language-python-exec", "pulumi-resource-kubernetes")
-COPIED = ("Pulumi.yaml", "__main__.py", "pyproject.toml", "components", "runtime", "policies", "src", "stacks")
+from .engine import copy_project, requires_engine, run_pulumi
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not all((TOOLS / tool).exists() for tool in NEEDED),
-                       reason=f"offline Pulumi toolchain not built in {TOOLS} (run scripts/toolchain.sh)"),
-]
+pytestmark = [pytest.mark.e2e, requires_engine]
 
 
 def _render_variant(name: str) -> dict[str, Any]:
@@ -57,30 +46,7 @@ CASES["local"]["cluster"]["directory"] = "rendered/local"
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("project")
-    for item in COPIED:
-        source = REPO / item
-        if source.is_dir():
-            shutil.copytree(source, root / item, symlinks=True,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copy2(source, root / item)
-    (root / ".venv").symlink_to(Path(sys.prefix))
-    (root / ".state").mkdir()
-    return root
-
-
-def _pulumi(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.update({
-        "PATH": f"{TOOLS}{os.pathsep}{env.get('PATH', '')}",
-        "PULUMI_BACKEND_URL": f"file://{project / '.state'}",
-        "PULUMI_CONFIG_PASSPHRASE": "",
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PULUMI_HOME": str(project / ".pulumi-home"),
-    })
-    return subprocess.run(["pulumi", *args], cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    return copy_project(tmp_path_factory.mktemp("project"))
 
 
 def _quantities_as_strings(value: Any) -> Any:
@@ -98,9 +64,9 @@ def test_pulumi_up_in_render_mode_writes_exactly_the_built_manifests(project: Pa
     raw = CASES[case]
     (project / "stacks" / f"Pulumi.{case}.yaml").write_text(
         yaml.safe_dump({"config": {"vllm-pulumi:deployment": raw}}, sort_keys=False))
-    created = _pulumi(project, "stack", "init", case)
+    created = run_pulumi(project, "stack", "init", case)
     assert created.returncode == 0, created.stderr
-    result = _pulumi(project, "up", "--stack", case, "--yes", "--non-interactive", "--skip-preview")
+    result = run_pulumi(project, "up", "--stack", case, "--yes", "--non-interactive", "--skip-preview")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
     rendered_dir = project / "rendered" / case.removesuffix("-render")
@@ -121,8 +87,8 @@ def test_a_bad_spec_fails_with_the_field_path_and_no_traceback(project: Path) ->
     raw["cluster"]["directory"] = "rendered/bad"
     (project / "stacks" / "Pulumi.bad.yaml").write_text(
         yaml.safe_dump({"config": {"vllm-pulumi:deployment": raw}}, sort_keys=False))
-    assert _pulumi(project, "stack", "init", "bad").returncode == 0
-    result = _pulumi(project, "up", "--stack", "bad", "--yes", "--non-interactive", "--skip-preview")
+    assert run_pulumi(project, "stack", "init", "bad").returncode == 0
+    result = run_pulumi(project, "up", "--stack", "bad", "--yes", "--non-interactive", "--skip-preview")
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "vllm-pulumi:deployment.models[0].engine.tensor_parallel_size=3" in output

@@ -1,0 +1,160 @@
+"""A throwaway Kubernetes control plane for tests: etcd and kube-apiserver on loopback, no controllers.
+
+Flags as envtest uses them (scripts/TOOLCHAIN.md has the ones verified on these builds). Static-token auth for an
+admin in system:masters; the API server's self-signed serving certificate is the kubeconfig's CA. Without a
+controller manager: no `default` ServiceAccount (its admission plugin is off), no PVC-protection finalizer remover
+(that admission plugin is off too), no namespace finalizer remover (a deleted Namespace stays Terminating).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+READY_TIMEOUT_SECONDS = 90
+
+
+def _decode(body: bytes) -> Any:
+    """JSON answers as data; plain-text ones (/readyz) as text."""
+    try:
+        return json.loads(body or b"null")
+    except json.JSONDecodeError:
+        return body.decode(errors="replace")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class ControlPlane:
+    url: str
+    token: str
+    ca_file: Path
+    kubeconfig: Path
+
+    def _context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def request(self, method: str, path: str, body: object | None = None) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers={
+            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, context=self._context(), timeout=30) as response:
+                return response.status, _decode(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, _decode(error.read())
+
+    def get(self, path: str) -> tuple[int, Any]:
+        return self.request("GET", path)
+
+    def install_crds(self, paths: list[Path]) -> list[str]:
+        """Create the CRDs and wait until each is Established (then its custom resources are served)."""
+        names = []
+        for path in paths:
+            for crd in yaml.safe_load_all(path.read_text()):
+                if not crd or crd.get("kind") != "CustomResourceDefinition":
+                    continue
+                status, answer = self.request(
+                    "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+                assert status in (201, 409), f"{path.name}: {status} {answer}"
+                names.append(crd["metadata"]["name"])
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        for name in names:
+            while True:
+                _, crd = self.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+                conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions", [])}
+                if conditions.get("Established") == "True":
+                    break
+                assert time.monotonic() < deadline, f"CRD {name} not Established"
+                time.sleep(0.5)
+        return names
+
+
+def object_path(obj: dict[str, Any]) -> str:
+    """REST path of a namespaced or cluster-scoped object of the kinds this project renders."""
+    group_version = obj["apiVersion"]
+    base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+    kind = obj["kind"].lower()
+    plural = kind[:-1] + "ies" if kind.endswith("y") else kind + ("es" if kind.endswith("s") else "s")
+    namespace = obj["metadata"].get("namespace")
+    scope = f"/namespaces/{namespace}" if namespace and obj["kind"] != "Namespace" else ""
+    return f"{base}{scope}/{plural}/{obj['metadata']['name']}"
+
+
+@contextmanager
+def control_plane(binaries: Path, workdir: Path) -> Iterator[ControlPlane]:
+    """Start etcd and kube-apiserver on free loopback ports; stop both (and forget their data) afterwards."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["openssl", "genrsa", "-out", str(workdir / "sa.key"), "2048"], check=True, capture_output=True)
+    subprocess.run(["openssl", "rsa", "-in", str(workdir / "sa.key"), "-pubout", "-out", str(workdir / "sa.pub")],
+                   check=True, capture_output=True)
+    token = subprocess.run(["openssl", "rand", "-hex", "16"], check=True, capture_output=True,
+                           text=True).stdout.strip()
+    (workdir / "tokens.csv").write_text(f"{token},admin,admin-uid,system:masters\n")
+    client, peer, secure = _free_port(), _free_port(), _free_port()
+    logs = [open(workdir / name, "w") for name in ("etcd.log", "kube-apiserver.log")]  # noqa: SIM115
+    etcd = subprocess.Popen([
+        str(binaries / "etcd"), "--name", "e2e", "--data-dir", str(workdir / "etcd-data"),
+        "--listen-client-urls", f"http://127.0.0.1:{client}", "--advertise-client-urls", f"http://127.0.0.1:{client}",
+        "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+        "--initial-cluster", f"e2e=http://127.0.0.1:{peer}", "--unsafe-no-fsync", "--log-level", "warn",
+    ], stdout=logs[0], stderr=subprocess.STDOUT)
+    apiserver = subprocess.Popen([
+        str(binaries / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{client}",
+        f"--cert-dir={workdir / 'certs'}", f"--secure-port={secure}", "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1", "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
+        "--authorization-mode=RBAC", "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={workdir / 'sa.pub'}", f"--service-account-signing-key-file={workdir / 'sa.key'}",
+        f"--token-auth-file={workdir / 'tokens.csv'}", "--enable-garbage-collector=false",
+        "--disable-admission-plugins=ServiceAccount,StorageObjectInUseProtection",
+    ], stdout=logs[1], stderr=subprocess.STDOUT)
+    try:
+        url = f"https://127.0.0.1:{secure}"
+        ca_file = workdir / "certs" / "apiserver.crt"
+        kubeconfig = workdir / "kubeconfig"
+        plane = ControlPlane(url, token, ca_file, kubeconfig)
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        while True:
+            assert apiserver.poll() is None, (workdir / "kube-apiserver.log").read_text()[-3000:]
+            if ca_file.exists():
+                try:
+                    if plane.get("/readyz")[0] == 200:
+                        break
+                except (OSError, ssl.SSLError):
+                    pass
+            assert time.monotonic() < deadline, "kube-apiserver not ready: " + \
+                (workdir / "kube-apiserver.log").read_text()[-3000:]
+            time.sleep(0.5)
+        kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "edge",
+            "clusters": [{"name": "e2e", "cluster": {"server": url, "certificate-authority": str(ca_file)}}],
+            "users": [{"name": "admin", "user": {"token": token}}],
+            "contexts": [{"name": "edge", "context": {"cluster": "e2e", "user": "admin"}}],
+        }))
+        yield plane
+    finally:
+        for process in (apiserver, etcd):
+            process.terminate()
+        for process in (apiserver, etcd):
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for log in logs:
+            log.close()
