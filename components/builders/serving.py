@@ -273,8 +273,10 @@ def _server_container(plan: ServingPlan, name: str, command: list[str], args: li
     return container
 
 
-def _template(plan: ServingPlan, pod_labels: dict[str, str], spec: dict[str, Any]) -> dict[str, Any]:
-    annotations = {**scrape_annotations(plan), **project_annotations(plan)}
+def _template(plan: ServingPlan, pod_labels: dict[str, str], spec: dict[str, Any], *,
+              serves_metrics: bool = True) -> dict[str, Any]:
+    """Pod template metadata; scrape annotations only where vLLM's HTTP server (and its /metrics) runs."""
+    annotations = {**(scrape_annotations(plan) if serves_metrics else {}), **project_annotations(plan)}
     return {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": spec}
 
 
@@ -345,7 +347,7 @@ def build_leader_worker_set(plan: ServingPlan, extra_labels: dict[str, str] | No
                 # One lost pod breaks the NCCL/Ray group: restart the whole group rather than leave it hung.
                 "restartPolicy": "RecreateGroupOnPodRestart",
                 "leaderTemplate": _template(plan, server_labels(plan, extra_labels), _pod_spec(plan, leader)),
-                "workerTemplate": _template(plan, worker_labels, _pod_spec(plan, worker)),
+                "workerTemplate": _template(plan, worker_labels, _pod_spec(plan, worker), serves_metrics=False),
             },
         },
     }

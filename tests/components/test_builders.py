@@ -581,3 +581,10 @@ def test_failed_hydration_writes_no_marker_and_retries(tmp_path: Path) -> None:
     assert not (tmp_path / "models" / "llm" / storage.MARKER_FILE).exists()
     out, calls = _run_hydration(tmp_path, "org/a")
     assert calls == 2 and "hydrated: org/a" in out
+
+
+def test_only_lws_leaders_carry_scrape_annotations() -> None:
+    """Workers run a Ray node, no HTTP server: a scrape hint there points Prometheus at nothing."""
+    group = serving.build_workload(plan({}, MULTINODE_MODEL))["spec"]["leaderWorkerTemplate"]
+    assert group["leaderTemplate"]["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
+    assert not any(key.startswith("prometheus.io/") for key in group["workerTemplate"]["metadata"]["annotations"])
