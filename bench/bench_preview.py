@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-TOOLS = Path(os.environ.get("VLLM_PULUMI_CACHE", Path.home() / ".cache" / "vllm-pulumi")) / "tools" / "bin"
-NEEDED = ("pulumi", "pulumi-language-python", "pulumi-language-python-exec", "pulumi-resource-kubernetes")
-COPIED = ("Pulumi.yaml", "__main__.py", "pyproject.toml", "components", "runtime", "policies", "src", "stacks")
+sys.path.insert(0, str(REPO))
+from tests.e2e.engine import ENGINE_TOOLS as NEEDED  # noqa: E402  (the e2e tests' project copy and toolchain)
+from tests.e2e.engine import TOOLS, copy_project  # noqa: E402
 STACK = "local"
 TARGET_RATIO = 1.3
 
@@ -101,17 +101,6 @@ def venv_prefix() -> Path:
     """The project venv both programs run in (Pulumi.yaml's ``virtualenv: .venv`` is a symlink to it)."""
     local = REPO / ".venv"
     return local if local.is_dir() else Path(sys.prefix)
-
-
-def copy_project(root: Path) -> None:
-    for item in COPIED:
-        source = REPO / item
-        if source.is_dir():
-            shutil.copytree(source, root / item, symlinks=True,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copy2(source, root / item)
-    (root / ".venv").symlink_to(venv_prefix())
 
 
 def handwritten_objects() -> dict[str, list[dict[str, Any]]]:

@@ -7,14 +7,19 @@ built (scripts/toolchain.sh; `make test` builds it).
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+
+from vllm_pulumi.components.manifests import load_stack, read_stack_config
+from vllm_pulumi.runtime.derive import gpu_for
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("VLLM_PULUMI_CACHE", Path.home() / ".cache" / "vllm-pulumi"))
@@ -67,3 +72,19 @@ def run_pulumi(project: Path, *args: str, env: dict[str, str] | None = None,
 
 def output_of(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout + result.stderr
+
+
+def render_variant(name: str) -> dict[str, Any]:
+    """A reference stack in render mode: no cloud, no add-on installs, Secrets referenced by name."""
+    raw = copy.deepcopy(read_stack_config(name))
+    spec = load_stack(name)
+    for index, model in enumerate(raw["models"]):  # the GPU the node pools gave, now that there are none
+        gpu, gpus_per_node = gpu_for(spec, spec.models[index], index)
+        model.update({"gpu": gpu.id, "gpus_per_node": gpus_per_node})
+    raw["cluster"] = {"mode": "render", "directory": f"rendered/{name}"}
+    raw["addons"] = {"gpu_operator": {"install": False}, "keda": {"install": False}, "lws": {"install": False}}
+    for model in raw["models"]:
+        for holder, key in ((model, "api_key"), (model.get("storage", {}), "hf_token")):
+            if key in holder and "pulumi_secret" in holder[key]:
+                holder[key] = {"existing_secret": {"name": f"{model['name']}-{key.replace('_', '-')}", "key": "value"}}
+    return raw

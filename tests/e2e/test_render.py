@@ -14,33 +14,16 @@ from typing import Any
 import pytest
 import yaml
 
-from vllm_pulumi.components.manifests import build_manifests, load_stack, read_stack_config
-from vllm_pulumi.runtime.derive import gpu_for
+from vllm_pulumi.components.manifests import build_manifests, read_stack_config
 from vllm_pulumi.runtime.spec import parse_deployment
 
-from .engine import copy_project, requires_engine, run_pulumi
+from .engine import copy_project, render_variant, requires_engine, run_pulumi
 
 pytestmark = [pytest.mark.e2e, requires_engine]
 
 
-def _render_variant(name: str) -> dict[str, Any]:
-    """A reference stack in render mode: no cloud, no add-on installs, Secrets referenced by name."""
-    raw = copy.deepcopy(read_stack_config(name))
-    spec = load_stack(name)
-    for index, model in enumerate(raw["models"]):  # the GPU the node pools gave, now that there are none
-        gpu, gpus_per_node = gpu_for(spec, spec.models[index], index)
-        model.update({"gpu": gpu.id, "gpus_per_node": gpus_per_node})
-    raw["cluster"] = {"mode": "render", "directory": f"rendered/{name}"}
-    raw["addons"] = {"gpu_operator": {"install": False}, "keda": {"install": False}, "lws": {"install": False}}
-    for model in raw["models"]:
-        for holder, key in ((model, "api_key"), (model.get("storage", {}), "hf_token")):
-            if key in holder and "pulumi_secret" in holder[key]:
-                holder[key] = {"existing_secret": {"name": f"{model['name']}-{key.replace('_', '-')}", "key": "value"}}
-    return raw
-
-
-CASES = {"local": read_stack_config("local"), "multinode-render": _render_variant("multinode"),
-         "prod-render": _render_variant("prod")}
+CASES = {"local": read_stack_config("local"), "multinode-render": render_variant("multinode"),
+         "prod-render": render_variant("prod")}
 CASES["local"]["cluster"]["directory"] = "rendered/local"
 
 
