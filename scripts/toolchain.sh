@@ -145,6 +145,7 @@ build_pulumi() {
         fi
     fi
     begin pulumi "$PULUMI_VERSION"
+    rm -f "$BIN/pulumi"  # may be a symlink to an external pulumi: never build through it
     local pkg sdk
     pkg=$(go_mod_file github.com/pulumi/pulumi/pkg/v3 "v$PULUMI_VERSION")
     sdk=$(go_mod_file github.com/pulumi/pulumi/sdk/v3 "v$PULUMI_VERSION")
@@ -163,7 +164,9 @@ build_pulumi() {
 # ---- 2. Python language host -----------------------------------------------------------------
 
 build_language_python() {
-    local key="language-python v$PULUMI_LANGUAGE_PYTHON_VERSION standin-1"
+    # The key includes a hash of the host's source, so editing it below triggers a rebuild.
+    local key
+    key="language-python v$PULUMI_LANGUAGE_PYTHON_VERSION standin-$(write_language_host_source | cksum | cut -d' ' -f1)"
     if stamp_ok language-python "$key" pulumi-language-python pulumi-language-python-exec; then
         say "pulumi-language-python $PULUMI_LANGUAGE_PYTHON_VERSION cached"; return
     fi
@@ -185,14 +188,462 @@ build_language_python() {
 write_language_host_source() {
     cat <<'GO'
 // Stand-in Python language host, written by vllm-pulumi's scripts/toolchain.sh (not upstream code).
+//
 // The upstream module github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3 is not served
-// by the Go module proxy here. This host implements what `pulumi preview/up/destroy` needs for a Python
-// program: it runs the program through pulumi-language-python-exec (from sdk/v3), using the project's
-// virtualenv (runtime option `virtualenv`, else $VIRTUAL_ENV, else python3 on PATH). It reports no
-// required plugins (the engine loads providers on demand) and does not install dependencies.
+// by the Go module proxy reachable here, so this small host is built on sdk/v3 instead. It covers what
+// `pulumi preview/up/destroy/refresh` and Python policy packs need:
+//   - Run: runs the program with pulumi-language-python-exec (copied from sdk/v3, next to this binary),
+//     in the toolchain/virtualenv named by Pulumi.yaml's runtime options (else the active one).
+//   - RunPlugin: policy packs (`python -m pulumi.policy`) and plugins with a __main__.py.
+//   - InstallDependencies, About, GetProgramDependencies, Handshake, GetPluginInfo, Cancel.
+//
+// It reports no required packages (the engine loads providers on demand); code generation, templates,
+// packing and linking are not implemented.
 package main
 
-func main() {}
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	sdk "github.com/pulumi/pulumi/sdk/v3"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/util/cmdutil"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/util/logging"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/version"
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+	"github.com/pulumi/pulumi/sdk/v3/python/toolchain"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
+)
+
+// Exit status of pulumi-language-python-exec after it has printed a message meant for the user.
+const userActionableExit = 32
+
+type host struct {
+	pulumirpc.UnimplementedLanguageRuntimeServer
+
+	execScript string
+	tracing    string
+
+	mu       sync.Mutex
+	engine   string
+	stop     context.Context // cancelled by the Cancel RPC
+	stopAll  context.CancelFunc
+	shutdown func() // stops the gRPC server (engine gone or interrupted)
+}
+
+func main() {
+	showVersion := flag.Bool("version", false, "print the version and exit")
+	tracing := flag.String("tracing", "", "Zipkin-compatible tracing endpoint (passed on to the program)")
+	executor := flag.String("use-executor", "", "path of pulumi-language-python-exec (default: next to this binary)")
+	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.Version)
+		return
+	}
+	logging.InitLogging(false, 0, false)
+
+	script := *executor
+	if script == "" {
+		self, err := os.Executable()
+		if err != nil {
+			cmdutil.Exit(fmt.Errorf("cannot locate this executable: %w", err))
+		}
+		script = filepath.Join(filepath.Dir(self), "pulumi-language-python-exec")
+	}
+	if _, err := os.Stat(script); err != nil {
+		cmdutil.Exit(fmt.Errorf("missing executor %s: %w", script, err))
+	}
+
+	stop, stopAll := context.WithCancel(context.Background())
+	h := &host{execScript: script, tracing: *tracing, stop: stop, stopAll: stopAll}
+
+	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer sigStop()
+	cancel := make(chan bool)
+	var once sync.Once
+	h.shutdown = func() { once.Do(func() { close(cancel) }) }
+	go func() { <-sigCtx.Done(); h.shutdown() }()
+
+	if args := flag.Args(); len(args) > 0 {
+		h.engine = args[0]
+		if err := rpcutil.Healthcheck(sigCtx, h.engine, 5*time.Minute, sigStop); err != nil {
+			cmdutil.Exit(fmt.Errorf("cannot start the engine health check: %w", err))
+		}
+	}
+
+	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
+		Cancel: cancel,
+		Init: func(s *grpc.Server) error {
+			pulumirpc.RegisterLanguageRuntimeServer(s, h)
+			return nil
+		},
+		Options: rpcutil.TracingServerInterceptorOptions(nil),
+	})
+	if err != nil {
+		cmdutil.Exit(fmt.Errorf("cannot start the language host gRPC server: %w", err))
+	}
+	fmt.Printf("%d\n", handle.Port)
+	if err := <-handle.Done; err != nil {
+		cmdutil.Exit(fmt.Errorf("language host gRPC server stopped: %w", err))
+	}
+}
+
+func (h *host) engineAddr() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.engine
+}
+
+// pythonOptions reads Pulumi.yaml's runtime options (virtualenv, toolchain) into toolchain options.
+func pythonOptions(info *pulumirpc.ProgramInfo, plugin bool) (toolchain.PythonOptions, error) {
+	opts := toolchain.PythonOptions{}
+	if info == nil {
+		opts.Toolchain = toolchain.Pip
+		return opts, nil
+	}
+	opts.Root, opts.ProgramDir = info.RootDirectory, info.ProgramDirectory
+	var m map[string]any
+	if info.Options != nil {
+		m = info.Options.AsMap()
+	}
+	if v, ok := m["virtualenv"]; ok {
+		s, ok := v.(string)
+		if !ok {
+			return opts, errors.New("runtime option virtualenv must be a string")
+		}
+		opts.Virtualenv = s
+	}
+	if v, ok := m["toolchain"]; ok {
+		switch v {
+		case "pip":
+			opts.Toolchain = toolchain.Pip
+		case "poetry":
+			opts.Toolchain = toolchain.Poetry
+		case "uv":
+			opts.Toolchain = toolchain.Uv
+		default:
+			return opts, fmt.Errorf("unsupported runtime option toolchain: %v", v)
+		}
+	}
+	if plugin && opts.Virtualenv == "" && (opts.Toolchain == toolchain.Pip || opts.Toolchain == toolchain.Auto) {
+		opts.Virtualenv = "venv"
+	}
+	return opts, nil
+}
+
+func (h *host) Handshake(ctx context.Context, req *pulumirpc.LanguageHandshakeRequest,
+) (*pulumirpc.LanguageHandshakeResponse, error) {
+	h.mu.Lock()
+	h.engine = req.EngineAddress
+	h.mu.Unlock()
+	if req.EngineAddress != "" {
+		hc, stop := context.WithCancel(context.Background())
+		go func() { <-hc.Done(); h.shutdown() }()
+		if err := rpcutil.Healthcheck(hc, req.EngineAddress, 5*time.Minute, stop); err != nil {
+			return nil, fmt.Errorf("cannot start the engine health check: %w", err)
+		}
+	}
+	return &pulumirpc.LanguageHandshakeResponse{}, nil
+}
+
+func (h *host) GetPluginInfo(context.Context, *emptypb.Empty) (*pulumirpc.PluginInfo, error) {
+	return &pulumirpc.PluginInfo{Version: version.Version}, nil
+}
+
+func (h *host) GetRequiredPlugins(context.Context, *pulumirpc.GetRequiredPluginsRequest,
+) (*pulumirpc.GetRequiredPluginsResponse, error) {
+	return &pulumirpc.GetRequiredPluginsResponse{}, nil
+}
+
+func (h *host) GetRequiredPackages(context.Context, *pulumirpc.GetRequiredPackagesRequest,
+) (*pulumirpc.GetRequiredPackagesResponse, error) {
+	return &pulumirpc.GetRequiredPackagesResponse{}, nil
+}
+
+func (h *host) Cancel(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	h.stopAll()
+	return &emptypb.Empty{}, nil
+}
+
+func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.RunResponse, error) {
+	if req.Info == nil {
+		return nil, errors.New("RunRequest carries no program info")
+	}
+	opts, err := pythonOptions(req.Info, false)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := toolchain.ResolveToolchain(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := tc.ValidateVenv(ctx); err != nil {
+		return nil, err
+	}
+
+	args := []string{h.execScript}
+	flagArg := func(name, value string) {
+		if value != "" {
+			args = append(args, "--"+name, value)
+		}
+	}
+	flagArg("monitor", req.MonitorAddress)
+	flagArg("engine", h.engineAddr())
+	flagArg("project", req.Project)
+	flagArg("root_directory", req.Info.RootDirectory)
+	flagArg("stack", req.Stack)
+	flagArg("pwd", req.Pwd)
+	flagArg("dry_run", strconv.FormatBool(req.DryRun))
+	flagArg("parallel", strconv.Itoa(int(req.Parallel)))
+	flagArg("tracing", h.tracing)
+	flagArg("organization", req.Organization)
+	args = append(args, req.Info.EntryPoint)
+	args = append(args, req.Args...)
+
+	runCtx, stopRun := context.WithCancel(h.stop)
+	defer stopRun()
+	context.AfterFunc(ctx, stopRun)
+	cmd, err := tc.Command(runCtx, args...)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	if req.Config != nil {
+		b, err := json.Marshal(req.Config)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "PULUMI_CONFIG="+string(b))
+	}
+	keys := req.ConfigSecretKeys
+	if keys == nil {
+		keys = []string{}
+	}
+	b, err := json.Marshal(keys)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(env, "PULUMI_CONFIG_SECRET_KEYS="+string(b))
+
+	if err := cmd.Run(); err != nil {
+		_ = os.Stdout.Sync()
+		_ = os.Stderr.Sync()
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Exited() {
+				if ws.ExitStatus() == userActionableExit {
+					return &pulumirpc.RunResponse{Bail: true}, nil
+				}
+				return &pulumirpc.RunResponse{
+					Error: fmt.Sprintf("program exited with non-zero exit code: %d", ws.ExitStatus()),
+				}, nil
+			}
+			return &pulumirpc.RunResponse{Error: fmt.Sprintf("program exited unexpectedly: %v", err)}, nil
+		}
+		return &pulumirpc.RunResponse{
+			Error: fmt.Sprintf("problem executing program (could not run language executor): %v", err),
+		}, nil
+	}
+	return &pulumirpc.RunResponse{}, nil
+}
+
+func (h *host) InstallDependencies(req *pulumirpc.InstallDependenciesRequest,
+	server pulumirpc.LanguageRuntime_InstallDependenciesServer,
+) error {
+	opts, err := pythonOptions(req.Info, req.IsPlugin)
+	if err != nil {
+		return err
+	}
+	closer, stdout, stderr, err := rpcutil.MakeInstallDependenciesStreams(server, req.IsTerminal)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	tc, err := toolchain.ResolveToolchain(opts)
+	if err != nil {
+		return err
+	}
+	dir := ""
+	if req.Info != nil {
+		dir = req.Info.ProgramDirectory
+	}
+	fmt.Fprintln(stdout, "Installing dependencies...")
+	if err := tc.InstallDependencies(server.Context(), dir, req.UseLanguageVersionTools, true, stdout, stderr); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "Finished installing dependencies")
+	return closer.Close()
+}
+
+func (h *host) About(ctx context.Context, req *pulumirpc.AboutRequest) (*pulumirpc.AboutResponse, error) {
+	var info *pulumirpc.ProgramInfo
+	if req != nil {
+		info = req.Info
+	}
+	opts, err := pythonOptions(info, false)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := toolchain.ResolveToolchain(opts)
+	if err != nil {
+		return nil, err
+	}
+	about, err := tc.About(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pulumirpc.AboutResponse{
+		Executable: about.PythonExecutable,
+		Version:    about.PythonVersion.String(),
+		Metadata:   map[string]string{"toolchain": toolchain.Name(opts.Toolchain)},
+	}, nil
+}
+
+func (h *host) GetProgramDependencies(ctx context.Context, req *pulumirpc.GetProgramDependenciesRequest,
+) (*pulumirpc.GetProgramDependenciesResponse, error) {
+	opts, err := pythonOptions(req.Info, false)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := toolchain.ResolveToolchain(opts)
+	if err != nil {
+		return nil, err
+	}
+	pkgs, err := tc.ListPackages(ctx, req.TransitiveDependencies)
+	if err != nil {
+		return nil, fmt.Errorf("listing Python packages: %w", err)
+	}
+	resp := &pulumirpc.GetProgramDependenciesResponse{}
+	for _, p := range pkgs {
+		resp.Dependencies = append(resp.Dependencies, &pulumirpc.DependencyInfo{Name: p.Name, Version: p.Version})
+	}
+	return resp, nil
+}
+
+func (h *host) RuntimeOptionsPrompts(context.Context, *pulumirpc.RuntimeOptionsRequest,
+) (*pulumirpc.RuntimeOptionsResponse, error) {
+	return &pulumirpc.RuntimeOptionsResponse{}, nil
+}
+
+// RunPlugin runs a policy pack (kind "analyzer": `python -u -m pulumi.policy ARGS... DIR`, in DIR, with the
+// stack's configuration in the environment) or a plugin directory with a __main__.py (`python DIR ARGS...`).
+func (h *host) RunPlugin(req *pulumirpc.RunPluginRequest, server pulumirpc.LanguageRuntime_RunPluginServer) error {
+	ctx := server.Context()
+	if req.Info == nil {
+		return errors.New("RunPluginRequest carries no program info")
+	}
+	analyzer := req.Kind == "analyzer"
+	opts, err := pythonOptions(req.Info, !analyzer)
+	if err != nil {
+		return err
+	}
+	tc, err := toolchain.ResolveToolchain(opts)
+	if err != nil {
+		return err
+	}
+	var args []string
+	if analyzer {
+		args = append([]string{"-u", "-m", "pulumi.policy"}, req.Args...)
+		args = append(args, req.Info.ProgramDirectory)
+	} else {
+		if _, err := os.Stat(filepath.Join(req.Info.ProgramDirectory, "__main__.py")); err != nil {
+			return fmt.Errorf("plugin %s has no __main__.py (packaged Python plugins are not supported by this host)",
+				req.Info.ProgramDirectory)
+		}
+		args = append([]string{req.Info.ProgramDirectory}, req.Args...)
+	}
+	cmd, err := tc.Command(ctx, args...)
+	if err != nil {
+		return err
+	}
+	closer, stdout, stderr, err := rpcutil.MakeRunPluginStreams(server, false)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	if analyzer {
+		cmd.Dir = req.Info.ProgramDirectory
+	} else {
+		cmd.Dir = req.Pwd
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+
+	var proxy *sdk.PolicyProxy
+	if analyzer {
+		// The engine's StackConfigure call reaches the proxy first; the policy pack gets the stack's
+		// configuration through its environment, then the proxy forwards everything to it.
+		proxy, stdout, err = sdk.NewPolicyProxy(ctx, stdout)
+		if err != nil {
+			return fmt.Errorf("cannot start the policy pack proxy: %w", err)
+		}
+		conf, err := proxy.AwaitConfiguration(ctx)
+		if err != nil {
+			return fmt.Errorf("cannot get the stack configuration: %w", err)
+		}
+		if conf != nil {
+			setenv := func(k, v string) {
+				if v != "" {
+					cmd.Env = append(cmd.Env, k+"="+v)
+				}
+			}
+			setenv("PULUMI_ORGANIZATION", conf.Organization)
+			setenv("PULUMI_PROJECT", conf.Project)
+			setenv("PULUMI_STACK", conf.Stack)
+			setenv("PULUMI_DRY_RUN", strconv.FormatBool(conf.DryRun))
+			if conf.Config != nil {
+				b, err := json.Marshal(conf.Config)
+				if err != nil {
+					return err
+				}
+				setenv("PULUMI_CONFIG", string(b))
+			}
+		}
+	}
+	cmd.Env = append(cmd.Env, req.Env...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cannot run the plugin: %w", err)
+	}
+	if proxy != nil {
+		if err := proxy.Attach(ctx, cmd); err != nil {
+			return fmt.Errorf("cannot attach the policy pack proxy: %w", err)
+		}
+		return nil
+	}
+	if err := cmd.Wait(); err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok {
+				return server.Send(&pulumirpc.RunPluginResponse{
+					Output: &pulumirpc.RunPluginResponse_Exitcode{Exitcode: int32(ws.ExitStatus())},
+				})
+			}
+		}
+		return fmt.Errorf("plugin exited unexpectedly: %w", err)
+	}
+	return closer.Close()
+}
 GO
 }
 
