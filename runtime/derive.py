@@ -214,6 +214,11 @@ def plan_model(spec: DeploymentSpec, index: int) -> ServingPlan:
             f"tensor parallelism over {layout.gpus_per_pod} {gpu.id} GPUs that share only PCIe: all-reduce "
             "traffic will dominate; prefer NVLink GPUs or pipeline parallelism"
         )
+    if storage.kind == "s3-runai-streamer" and model_spec.service_account_name is None:
+        warnings.append(
+            "weights stream from S3 with the pod's AWS credentials, and no service_account_name is set: bind an IAM "
+            "role to a ServiceAccount (IRSA or EKS Pod Identity) and name it there, or loading fails with 403"
+        )
     if model_spec.autoscaling is not None and model_spec.autoscaling.scale_to_zero:
         warnings.append(
             f"scale to zero: the first request after idle waits a cold start of about {startup_seconds} s"

@@ -235,6 +235,11 @@ class ModelDeploymentSpec(StrictModel):
     autoscaling: AutoscalingSpec | None = Field(None, description="KEDA queue autoscaling; None: fixed replicas.")
     api_key: SecretRef | None = Field(None, description="Protects /v1 with an API key (VLLM_API_KEY).")
     network: NetworkSpec = Field(default_factory=NetworkSpec, description="Who may call the service.")
+    service_account_name: str | None = Field(
+        None, pattern=K8S_NAME,
+        description="ServiceAccount of the serving pods, e.g. one bound to an IAM role (IRSA / EKS Pod Identity) so "
+                    "runai_streamer can read S3. None: the namespace default.",
+    )
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec, description="CPU and memory.")
     lifecycle: LifecycleSpec = Field(default_factory=LifecycleSpec, description="Probes, drain and grace.")
     overhead_gib: float | None = Field(None, ge=0, description="Planner's non-KV overhead per GPU; None: estimate.")

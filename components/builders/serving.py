@@ -242,8 +242,10 @@ def scheduling(plan: ServingPlan) -> dict[str, Any]:
 
 def _pod_spec(plan: ServingPlan, container: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        # vLLM never calls the Kubernetes API; no token in the pod.
+        # vLLM never calls the Kubernetes API; no token in the pod. (IRSA and EKS Pod Identity inject their own
+        # projected AWS token, so a named ServiceAccount still gets S3 access without this one.)
         "automountServiceAccountToken": False,
+        **({"serviceAccountName": plan.spec.service_account_name} if plan.spec.service_account_name else {}),
         # Service links put an env var per Service of the namespace into the engine's environment; not needed.
         "enableServiceLinks": False,
         "securityContext": copy.deepcopy(POD_SECURITY_CONTEXT),

@@ -588,3 +588,20 @@ def test_only_lws_leaders_carry_scrape_annotations() -> None:
     group = serving.build_workload(plan({}, MULTINODE_MODEL))["spec"]["leaderWorkerTemplate"]
     assert group["leaderTemplate"]["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
     assert not any(key.startswith("prometheus.io/") for key in group["workerTemplate"]["metadata"]["annotations"])
+
+
+@pytest.mark.parametrize(
+    ("case", "model", "service_account", "warns"),
+    [
+        ("s3 with an IRSA service account", {"service_account_name": "vllm-s3-reader"}, "vllm-s3-reader", False),
+        ("s3 without one warns before the 403", {}, None, True),
+    ],
+)
+def test_s3_streaming_pods_run_as_the_named_service_account(case: str, model: dict[str, Any],
+                                                            service_account: str | None, warns: bool) -> None:
+    storage = {"storage": {"kind": "s3-runai-streamer", "s3_uri": "s3://bucket/llama"}}
+    serving_plan = plan({**storage, **model})
+    spec = pod_spec(serving.build_workload(serving_plan))
+    assert spec.get("serviceAccountName") == service_account
+    assert spec["automountServiceAccountToken"] is False
+    assert any("service_account_name" in warning for warning in serving_plan.warnings) == warns
