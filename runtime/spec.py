@@ -120,12 +120,16 @@ class AddonSpec(StrictModel):
 
 
 class GpuOperatorSpec(AddonSpec):
+    """The NVIDIA GPU Operator add-on: device plugin, GPU Feature Discovery, DCGM exporter, driver when needed."""
+
     driver_enabled: bool | None = Field(
         None, description="Install the driver; None: off on EKS NVIDIA AMIs that ship it, on elsewhere."
     )
 
 
 class AddonsSpec(StrictModel):
+    """Cluster add-ons, each installed from its pinned upstream chart or marked as already installed."""
+
     gpu_operator: GpuOperatorSpec = Field(default_factory=GpuOperatorSpec, description="NVIDIA GPU Operator.")
     keda: AddonSpec = Field(default_factory=AddonSpec, description="KEDA, for queue-based autoscaling.")
     lws: AddonSpec = Field(default_factory=AddonSpec, description="LeaderWorkerSet controller, for multi-node.")
@@ -181,6 +185,8 @@ class AutoscalingSpec(StrictModel):
 
 
 class NetworkSpec(StrictModel):
+    """Who may reach the OpenAI API: a NetworkPolicy admitting the listed clients and Prometheus."""
+
     network_policy: bool = Field(True, description="Admit only the listed clients and Prometheus.")
     allowed_namespaces: list[str] = Field(default_factory=list, description="Namespaces whose pods may call vLLM.")
     allowed_pod_labels: dict[str, str] = Field(default_factory=dict, description="Pods (any listed ns) allowed.")
@@ -188,6 +194,8 @@ class NetworkSpec(StrictModel):
 
 
 class ResourcesSpec(StrictModel):
+    """CPU and memory of a serving pod; GPUs come from the layout, never from here."""
+
     cpu_request: str | None = Field(None, description="None: 4 + 2 per GPU (tokenisation, scheduling, HTTP).")
     memory_request_gib: int | None = Field(None, ge=1, description="None: derived from GPUs and /dev/shm.")
     cpu_limit: str | None = Field(None, description="None: no CPU limit (throttling stalls the scheduler loop).")
@@ -195,6 +203,8 @@ class ResourcesSpec(StrictModel):
 
 
 class LifecycleSpec(StrictModel):
+    """Probes, drain and grace: derived from the startup budget and the drain time unless set."""
+
     pre_stop_sleep_seconds: int = Field(15, ge=0, le=300, description="Endpoints deregister before SIGTERM.")
     termination_margin_seconds: int = Field(30, ge=0, description="Slack after drain before SIGKILL.")
     termination_grace_period_seconds: int | None = Field(None, ge=1, description="None: preStop+drain+margin.")
@@ -203,6 +213,8 @@ class LifecycleSpec(StrictModel):
 
 
 class ObservabilitySpec(StrictModel):
+    """Scraping, alerts and the Grafana dashboard for every model of the stack."""
+
     monitor: Literal["ServiceMonitor", "PodMonitor", "none"] = Field(
         "ServiceMonitor", description="Prometheus Operator object that scrapes vLLM."
     )

@@ -133,3 +133,14 @@ def test_mutated_specs_either_parse_or_fail_with_located_messages(raw: dict[str,
         assert error.issues
         for issue in error.issues:
             assert issue.setting and ":" in issue.message
+
+
+def test_settings_reference_is_generated_from_the_spec() -> None:
+    """docs/spec.md is `python -m runtime.docs` output: the field descriptions stay the one source."""
+    from pathlib import Path
+
+    from vllm_pulumi.runtime import docs
+
+    checked_in = (Path(__file__).resolve().parents[2] / "docs" / "spec.md").read_text()
+    assert checked_in == docs.render(), "docs/spec.md is stale: run `python -m runtime.docs`"
+    assert "| `tensor_parallel_size` | int | `1` |" in checked_in
