@@ -94,6 +94,11 @@ def mapping(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def string_map(value: object) -> dict[str, str]:
+    """Labels or annotations as written, every key and value a string (YAML may hold numbers or booleans)."""
+    return {str(k): str(v) for k, v in mapping(value).items()}
+
+
 def sequence(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
@@ -245,11 +250,11 @@ class PodTemplate:
 
     @property
     def labels(self) -> dict[str, str]:
-        return {str(k): str(v) for k, v in mapping(self.metadata.get("labels")).items()}
+        return string_map(self.metadata.get("labels"))
 
     @property
     def annotations(self) -> dict[str, str]:
-        return {str(k): str(v) for k, v in mapping(self.metadata.get("annotations")).items()}
+        return string_map(self.metadata.get("annotations"))
 
     @property
     def grace_seconds(self) -> int:
@@ -455,11 +460,11 @@ class Resource:
 
     @property
     def labels(self) -> dict[str, str]:
-        return {str(k): str(v) for k, v in mapping(self.metadata.get("labels")).items()}
+        return string_map(self.metadata.get("labels"))
 
     @property
     def annotations(self) -> dict[str, str]:
-        return {str(k): str(v) for k, v in mapping(self.metadata.get("annotations")).items()}
+        return string_map(self.metadata.get("annotations"))
 
     def identity(self) -> dict[str, str]:
         return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name}
