@@ -230,9 +230,23 @@ def serve_command(container: dict[str, Any]) -> ServeCommand | None:
     return ServeCommand(entry, tuple(rest), flags, tuple(names), tuple(positional), in_shell)
 
 
+class HasMetadata:
+    """Labels and annotations of anything with a ``metadata`` mapping (an object or a pod template)."""
+
+    metadata: dict[str, Any]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return string_map(self.metadata.get("labels"))
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return string_map(self.metadata.get("annotations"))
+
+
 # ---- pod templates --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class PodTemplate:
+class PodTemplate(HasMetadata):
     role: str
     """``pod`` for single-template kinds; ``leader`` / ``worker`` for a LeaderWorkerSet."""
     path: str
@@ -247,14 +261,6 @@ class PodTemplate:
     @property
     def init_containers(self) -> list[dict[str, Any]]:
         return [c for c in sequence(self.spec.get("initContainers")) if isinstance(c, dict)]
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return string_map(self.metadata.get("labels"))
-
-    @property
-    def annotations(self) -> dict[str, str]:
-        return string_map(self.metadata.get("annotations"))
 
     @property
     def grace_seconds(self) -> int:
@@ -443,7 +449,7 @@ class Server:
         return self.command.int_flag("data-parallel-size", 1)
 
 
-class Resource:
+class Resource(HasMetadata):
     """One Kubernetes object (a manifest dict) and what rules have worked out about it."""
 
     def __init__(self, obj: dict[str, Any], source: str = "") -> None:
@@ -457,14 +463,6 @@ class Resource:
         self.namespace = str(self.metadata.get("namespace") or "")
         self.spec: dict[str, Any] = mapping(obj.get("spec"))
         self._commands: dict[int, ServeCommand | None] = {}
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return string_map(self.metadata.get("labels"))
-
-    @property
-    def annotations(self) -> dict[str, str]:
-        return string_map(self.metadata.get("annotations"))
 
     def identity(self) -> dict[str, str]:
         return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name}
