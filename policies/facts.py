@@ -14,7 +14,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from vllm_pulumi.runtime import annotations as ann
-from vllm_pulumi.runtime.engine import EngineSettings, KvCacheDtype
+from vllm_pulumi.runtime.engine import DEFAULT_GPU_MEMORY_UTILIZATION, EngineSettings, KvCacheDtype
 from vllm_pulumi.runtime.errors import PlanningError
 from vllm_pulumi.runtime.gpus import find_gpu
 from vllm_pulumi.runtime.models import ModelFacts
@@ -117,7 +117,8 @@ def capacity_plan(server: Server) -> PlanResult:
         values[flag] = parse_tokens(command.value(flag)) if command.has(flag) else None
         if command.has(flag) and values[flag] is None:
             return PlanResult(None, f"--{flag} {command.value(flag)!r} is not a number")
-    utilization = as_float(command.value("gpu-memory-utilization")) if command.has("gpu-memory-utilization") else 0.92
+    utilization = (as_float(command.value("gpu-memory-utilization")) if command.has("gpu-memory-utilization")
+                   else DEFAULT_GPU_MEMORY_UTILIZATION)
     if utilization is None:
         return PlanResult(None, "--gpu-memory-utilization is not a number")
     kv_dtype = command.value("kv-cache-dtype") or "auto"

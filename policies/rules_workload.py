@@ -8,7 +8,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from vllm_pulumi.runtime import annotations as ann
-from vllm_pulumi.runtime.engine import REMOVED_FLAGS, parse_version
+from vllm_pulumi.runtime.engine import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_PORT,
+    MAX_SAFE_GPU_MEMORY_UTILIZATION,
+    REMOVED_FLAGS,
+    parse_version,
+)
 from vllm_pulumi.runtime.parallelism import tensor_parallel_problems, valid_tensor_parallel_sizes
 from vllm_pulumi.runtime.startup import STORAGE_READ_GB_PER_SECOND
 
@@ -170,7 +176,7 @@ def container_port(container: dict[str, Any], port: object) -> int | None:
 
 
 def vllm_port(server: Server) -> int | None:
-    return server.command.int_flag("port", 8000)
+    return server.command.int_flag("port", DEFAULT_PORT)
 
 
 @rule(
@@ -395,19 +401,19 @@ def no_cpu_limit(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violati
 
 @rule(
     "gpu-memory-utilization", group="Memory and CPU", enforcement="mandatory", severity="medium", kinds=SERVING,
-    description="--gpu-memory-utilization is at most 0.95.",
-    why="vLLM takes this share of GPU memory up front; above 0.95 nothing is left for allocator fragmentation, "
+    description=f"--gpu-memory-utilization is at most {MAX_SAFE_GPU_MEMORY_UTILIZATION}.",
+    why=f"vLLM takes this share of GPU memory up front; above {MAX_SAFE_GPU_MEMORY_UTILIZATION} nothing is left for allocator fragmentation, "
         "NCCL and CUDA graph buffers that grow later, and the engine runs out of memory under load.",
-    fix="Use 0.90-0.95 (vLLM 0.33 defaults to 0.92).",
-    settings={"max": Setting(0.95, "Largest allowed --gpu-memory-utilization.")},
+    fix=f"Use 0.90-{MAX_SAFE_GPU_MEMORY_UTILIZATION} (vLLM 0.33 defaults to {DEFAULT_GPU_MEMORY_UTILIZATION}).",
+    settings={"max": Setting(MAX_SAFE_GPU_MEMORY_UTILIZATION, "Largest allowed --gpu-memory-utilization.")},
 )
 def gpu_memory_utilization(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
-    limit = float(settings.get("max", 0.95))
+    limit = float(settings.get("max", MAX_SAFE_GPU_MEMORY_UTILIZATION))
     for server in res.servers:
         value = as_float(server.command.value("gpu-memory-utilization"))
         if value is not None and value > limit:
             yield Violation(f"{server.where}: --gpu-memory-utilization {value} > {limit}",
-                            f"set --gpu-memory-utilization to {limit} or less (default 0.92)")
+                            f"set --gpu-memory-utilization to {limit} or less (default {DEFAULT_GPU_MEMORY_UTILIZATION})")
 
 
 # ---- GPUs -----------------------------------------------------------------------------------------------------------

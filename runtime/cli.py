@@ -14,7 +14,7 @@ from typing import get_args
 
 from pydantic import ValidationError
 
-from .engine import EngineSettings, KvCacheDtype
+from .engine import DEFAULT_GPU_MEMORY_UTILIZATION, EngineSettings, KvCacheDtype
 from .errors import PlanningError
 from .gpus import GIB, GpuFacts, find_gpu
 from .models import ModelFacts, resolve_model
@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--kv-cache-dtype", default="auto", choices=get_args(KvCacheDtype))
     plan.add_argument("--max-model-len", type=int, help="tokens per sequence (default: the model's maximum)")
     plan.add_argument("--max-num-seqs", type=int, help="sequences per batch (default: vLLM's for the GPU)")
-    plan.add_argument("--gpu-memory-utilization", type=float, default=0.92)
+    plan.add_argument("--gpu-memory-utilization", type=float, default=DEFAULT_GPU_MEMORY_UTILIZATION)
     plan.add_argument("--gpus-per-node", type=int, help="GPUs of one node (default: the largest known node)")
     plan.add_argument("--storage", default="local-nvme", choices=sorted(STORAGE_READ_GB_PER_SECOND),
                       help="where weights are read from, for the startup budget")

@@ -22,6 +22,12 @@ KvCacheDtype = Literal["auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5
 LoadFormat = Literal["auto", "safetensors", "pt", "runai_streamer", "runai_streamer_sharded", "dummy"]
 ExecutorBackend = Literal["mp", "ray", "uni", "external_launcher"]
 
+# vLLM 0.33's own defaults, which the rules assume when a manifest leaves the flag out.
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
+DEFAULT_PORT = 8000
+# Above this share of GPU memory nothing is left for allocator fragmentation and OOMs follow under load.
+MAX_SAFE_GPU_MEMORY_UTILIZATION = 0.95
+
 KV_DTYPE_BYTES: dict[str, int] = {"bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 
 # Flags older guides use that vLLM 0.33's parser rejects, with what replaced them.
@@ -72,7 +78,8 @@ class EngineSettings(BaseModel):
         None, ge=16, description="Tokens in one scheduler step. None: vLLM's GPU default."
     )
     gpu_memory_utilization: float = Field(
-        0.92, gt=0.0, le=1.0, description="Share of GPU memory vLLM may take (vLLM 0.33 default 0.92)."
+        DEFAULT_GPU_MEMORY_UTILIZATION, gt=0.0, le=1.0,
+        description="Share of GPU memory vLLM may take (vLLM 0.33 default 0.92).",
     )
     kv_cache_dtype: KvCacheDtype = Field("auto", description="fp8 halves the KV cache at a small quality cost.")
     enable_prefix_caching: bool = Field(True, description="Reuse KV of shared prompt prefixes (vLLM default on).")
@@ -84,7 +91,7 @@ class EngineSettings(BaseModel):
         90, ge=0, le=3600,
         description="Drain time on SIGTERM (covers a 2K-token answer at 40 ms/token); 0 aborts in-flight requests.",
     )
-    port: int = Field(8000, ge=1024, le=65535, description="HTTP port of the OpenAI server and /metrics.")
+    port: int = Field(DEFAULT_PORT, ge=1024, le=65535, description="HTTP port of the OpenAI server and /metrics.")
     enable_lora: bool = Field(False, description="Serve LoRA adapters on top of the base model.")
     max_loras: int | None = Field(None, ge=1, description="LoRA adapters in one batch.")
     max_lora_rank: int | None = Field(None, ge=1, description="Largest LoRA rank served.")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from .engine import EngineSettings, large_gpu_defaults
+from .engine import MAX_SAFE_GPU_MEMORY_UTILIZATION, EngineSettings, large_gpu_defaults
 from .errors import PlanningError
 from .gpus import GIB, GpuFacts
 from .models import ModelFacts
@@ -213,9 +213,10 @@ def plan_capacity(
             f"max_model_len {max_model_len:,} exceeds the model's max_position_embeddings "
             f"{model.max_position_embeddings:,}"
         )
-    if engine.gpu_memory_utilization > 0.95:
+    if engine.gpu_memory_utilization > MAX_SAFE_GPU_MEMORY_UTILIZATION:
         warnings.append(
-            f"gpu_memory_utilization {engine.gpu_memory_utilization} leaves under 5% for allocator fragmentation"
+            f"gpu_memory_utilization {engine.gpu_memory_utilization} leaves under "
+            f"{1 - MAX_SAFE_GPU_MEMORY_UTILIZATION:.0%} for allocator fragmentation"
         )
 
     return CapacityPlan(
