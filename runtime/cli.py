@@ -18,7 +18,7 @@ from .engine import DEFAULT_GPU_MEMORY_UTILIZATION, EngineSettings, KvCacheDtype
 from .errors import PlanningError
 from .gpus import GIB, GpuFacts, find_gpu
 from .models import ModelFacts, resolve_model
-from .parallelism import plan_layout
+from .parallelism import ParallelLayout, plan_layout
 from .planner import CapacityPlan, concurrency_table, decode_time_per_token_floor_seconds, plan_capacity
 from .startup import STORAGE_READ_GB_PER_SECOND, startup_budget
 
@@ -47,12 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_report(model: ModelFacts, gpu: GpuFacts, engine: EngineSettings, gpus_per_node: int,
-                 storage: str) -> dict[str, object]:
-    layout = plan_layout(model, engine.tensor_parallel_size, engine.pipeline_parallel_size, gpus_per_node,
-                         setting="--tp")
-    plan = plan_capacity(model, gpu, engine)
-    budget = startup_budget(model.checkpoint_bytes, storage, pods_per_replica=layout.size)  # type: ignore[arg-type]
+def build_report(model: ModelFacts, gpu: GpuFacts, engine: EngineSettings, layout: ParallelLayout,
+                 plan: CapacityPlan, startup_budget_seconds: int) -> dict[str, object]:
+    """The plan and its context as one flat record (the JSON output, and what the table prints)."""
     report: dict[str, object] = plan.to_dict()
     report.update({
         "hf_id": model.hf_id,
@@ -62,7 +59,7 @@ def build_report(model: ModelFacts, gpu: GpuFacts, engine: EngineSettings, gpus_
         "layout": layout.layout,
         "gpus_per_pod": layout.gpus_per_pod,
         "pods_per_replica": layout.size,
-        "startup_budget_seconds": budget.total_seconds,
+        "startup_budget_seconds": startup_budget_seconds,
         "decode_time_per_token_floor_seconds": round(
             decode_time_per_token_floor_seconds(model, gpu, engine, plan.max_model_len), 6),
         "concurrency_by_context": dict(concurrency_table(plan, CONTEXT_LENGTHS)),
@@ -148,12 +145,10 @@ def _plan_stack_file(path: str, as_json: bool) -> int:
         print(f"error: --stack-file={path!r}: {error}", file=sys.stderr)
         return 2
     reports = []
-    for plan in plans:
-        engine = plan.spec.engine.model_copy(update={"max_model_len": plan.capacity.max_model_len})
-        # One pod's GPUs as the node size reproduces the stack's layout: a single pod, or whole-node LWS pods.
-        report = build_report(plan.model, plan.gpu, engine, plan.layout.gpus_per_pod, plan.spec.storage.kind)
+    for plan in plans:  # exactly what the program derives: layout, overhead override, startup budget override
+        report = build_report(plan.model, plan.gpu, plan.spec.engine, plan.layout, plan.capacity,
+                              plan.startup_budget_seconds)
         report["deployment"] = plan.spec.name
-        report["startup_budget_seconds"] = plan.startup_budget_seconds  # the stack may override or re-measure it
         reports.append(report)
         if not as_json:
             print(f"[{plan.spec.name}] " + _table(report, plan.model, plan.gpu) + "\n")
@@ -177,9 +172,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
             gpu_memory_utilization=args.gpu_memory_utilization,
         )
-        report = build_report(model, gpu, engine, args.gpus_per_node or gpu.max_gpus_per_node, args.storage)
+        layout = plan_layout(model, engine.tensor_parallel_size, engine.pipeline_parallel_size,
+                             args.gpus_per_node or gpu.max_gpus_per_node, setting="--tp")
+        plan = plan_capacity(model, gpu, engine)
+        budget = startup_budget(model.checkpoint_bytes, args.storage, pods_per_replica=layout.size)
+        report = build_report(model, gpu, engine, layout, plan, budget.total_seconds)
         if args.plot:
-            _plot(args.plot, model, gpu, plan_capacity(model, gpu, engine))
+            _plot(args.plot, model, gpu, plan)
     except PlanningError as error:
         print(f"error: {error.message}", file=sys.stderr)
         return 2

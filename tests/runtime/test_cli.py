@@ -97,3 +97,24 @@ def test_unreadable_or_invalid_stack_file_exits_2(tmp_path: Path, capsys: pytest
     bad.write_text("config:\n  vllm-pulumi:deployment:\n    cluster: {mode: render}\n    models: []\n")
     assert main(["plan", "--stack-file", str(bad)]) == 2
     assert "vllm-pulumi:deployment.models" in capsys.readouterr().err
+
+
+def test_stack_file_report_is_the_programs_plan_including_overrides(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """overhead_gib and startup_budget_seconds set in the stack reach the report, as they reach the deployment."""
+    import yaml
+
+    from vllm_pulumi.runtime.derive import plan_deployment
+    from vllm_pulumi.runtime.spec import parse_deployment
+
+    raw = yaml.safe_load((REPO / "stacks" / "Pulumi.local.yaml").read_text())
+    model = raw["config"]["vllm-pulumi:deployment"]["models"][0]
+    model["overhead_gib"] = 3
+    model["lifecycle"] = {"startup_budget_seconds": 777}
+    stack_file = tmp_path / "Pulumi.override.yaml"
+    stack_file.write_text(yaml.safe_dump(raw))
+    assert main(["plan", "--stack-file", str(stack_file), "--json"]) == 0
+    (report,) = json.loads(capsys.readouterr().out)
+    (plan,) = plan_deployment(parse_deployment(raw["config"]["vllm-pulumi:deployment"]))
+    assert report["kv_cache_bytes_per_gpu"] == plan.capacity.kv_cache_bytes_per_gpu
+    assert report["startup_budget_seconds"] == 777
