@@ -433,10 +433,6 @@ CATALOG: dict[str, tuple[str, dict[str, Any]]] = {
 _BY_HF_ID = {hf_id.lower(): key for key, (hf_id, _) in CATALOG.items()}
 
 
-def catalog_ids() -> list[str]:
-    return list(CATALOG)
-
-
 def catalog_model(catalog_id: str) -> ModelFacts:
     hf_id, config = CATALOG[catalog_id]
     return parse_config(config, catalog_id, hf_id)

@@ -270,9 +270,3 @@ def decode_time_per_token_floor_seconds(model: ModelFacts, gpu: GpuFacts, engine
         kv_bytes_per_token_per_gpu(model, tp, 1, engine.kv_dtype_bytes(model.native_dtype_bytes)) * context_tokens
     )
     return (weights_per_rank + kv_bytes_per_rank) / (gpu.hbm_bandwidth_gb_per_second * 1e9)
-
-
-def require_fit(plan: CapacityPlan, setting: str = "max_model_len") -> None:
-    if not plan.fits:
-        raise PlanningError(setting, plan.max_model_len, "; ".join(plan.reasons),
-                            f"the KV cache holds at most {plan.estimated_max_model_len:,} tokens per sequence")

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .engine import EngineSettings
 from .errors import PlanningError, closest
-from .startup import STORAGE_READ_GB_PER_SECOND, StorageKind
+from .startup import StorageKind
 
 DNS_LABEL = r"^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$"
 K8S_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
@@ -280,10 +280,6 @@ class DeploymentSpec(StrictModel):
 
 
 # ---- errors --------------------------------------------------------------------------------------------------------
-class SpecIssue(PlanningError):
-    """One problem in a stack's settings."""
-
-
 class SpecError(ValueError):
     """All problems found in a stack's settings; the message lists one per line."""
 
@@ -373,8 +369,3 @@ def parse_deployment(raw: object, root: str = "") -> DeploymentSpec:
     if issues:
         raise SpecError(issues)
     return spec
-
-
-def storage_kinds() -> list[str]:
-    return sorted(STORAGE_READ_GB_PER_SECOND)
-
