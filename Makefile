@@ -18,7 +18,9 @@ venv: $(STAMP)
 demo: $(STAMP)
 	scripts/demo.sh
 
-# The offline Pulumi CLI, language host, Kubernetes provider, kube-apiserver and etcd, built once into ~/.cache.
+# The offline Pulumi CLI, language host and Kubernetes provider, plus the simulated cluster the tests start (etcd,
+# kube-apiserver, kube-scheduler, kube-controller-manager, KWOK, the LWS controller) and the upstream CRDs, built once
+# into ~/.cache. `make demo` builds only the first three (scripts/demo.sh).
 toolchain:
 	scripts/toolchain.sh
 
@@ -26,8 +28,10 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 
 # vLLM 0.33 on CPU in its own venv under ~/.cache/vllm-pulumi, for the cross-check tests (cached after the first run).
+# pytest runs in a network namespace with only loopback (scripts/isolated.sh): nothing a test starts can reach
+# another machine, the simulated cluster's pod addresses included.
 unit: $(STAMP) toolchain
-	VLLM_CROSSCHECK_PYTHON="$$(scripts/vllm-crosscheck-env.sh)" $(PY) -m pytest
+	VLLM_CROSSCHECK_PYTHON="$$(scripts/vllm-crosscheck-env.sh)" scripts/isolated.sh $(PY) -m pytest
 
 test: typecheck unit
 

@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/toolchain.sh
+# Only the engine and the provider: the simulated cluster is for the tests.
+scripts/toolchain.sh demo
 eval "$(scripts/toolchain.sh env)"
 export PULUMI_BACKEND_URL="file://$PWD/.pulumi-state"
 # The local stack holds no secret values: its committed encryptionsalt is for the empty passphrase.

@@ -3,7 +3,9 @@
 #
 #   scripts/toolchain.sh            build whatever is missing (idempotent), then print "toolchain: ready in DIR"
 #   scripts/toolchain.sh build [TOOL...]   same, for some tools only (pulumi language-python
-#                                   kubernetes-provider kube-apiserver etcd)
+#                                   kubernetes-provider kube-apiserver etcd kube-scheduler
+#                                   kube-controller-manager kwok lws-controller crds)
+#   scripts/toolchain.sh demo       only what `make demo` needs (the Pulumi engine and the provider)
 #   scripts/toolchain.sh env        print export lines for `eval "$(scripts/toolchain.sh env)"`
 #
 # Needs only Go (GOTOOLCHAIN=local, so the installed one), python3, and the Go module proxy.
@@ -24,7 +26,10 @@ LOGS=$TOOLS/logs
 SRC=$TOOLS/src
 PULUMI_HOME_DIR=$TOOLS/pulumi-home
 
-ALL_TOOLS="pulumi language-python kubernetes-provider kube-apiserver etcd"
+# `make demo` needs only the engine; `make test` adds the simulated cluster and the upstream CRDs.
+DEMO_TOOLS="pulumi language-python kubernetes-provider"
+CLUSTER_TOOLS="kube-apiserver etcd kube-scheduler kube-controller-manager kwok lws-controller"
+ALL_TOOLS="$DEMO_TOOLS $CLUSTER_TOOLS crds"
 
 say() { echo "toolchain: $*" >&2; }
 die() { echo "toolchain: ERROR: $*" >&2; exit 1; }
@@ -678,17 +683,20 @@ build_kubernetes_provider() {
     done_ kubernetes-provider "$v" "$key"
 }
 
-# ---- 4. kube-apiserver -----------------------------------------------------------------------
+# ---- 4. kube-apiserver, kube-scheduler, kube-controller-manager -------------------------------
 
-build_kube_apiserver() {
-    local v=$KUBE_VERSION key="kube-apiserver v$KUBE_VERSION"
-    if stamp_ok kube-apiserver "$key" kube-apiserver; then say "kube-apiserver $v cached"; return; fi
-    begin kube-apiserver "$v"
+# build_kube_binary NAME: k8s.io/kubernetes/cmd/NAME at KUBE_VERSION. The three binaries share one wrapper
+# shape and the Go build cache, so the second and third compile only their own packages.
+build_kube_binary() {
+    local name=$1 v=$KUBE_VERSION
+    local key="$name v$KUBE_VERSION"
+    if stamp_ok "$name" "$key" "$name"; then say "$name $v cached"; return; fi
+    begin "$name" "$v"
     local gomod minor major staging date
     major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
     staging=v0.${v#*.}
     gomod=$(go_mod_file k8s.io/kubernetes "v$v")
-    new_wrapper kube-apiserver
+    new_wrapper "$name"
     # k8s.io/kubernetes replaces every k8s.io/* staging module with ./staging/src/...: use the
     # published k8s.io/X v0.<minor>.<patch> instead.
     mapfile -t reps < <(replace_args "$gomod" pin-local "$staging")
@@ -699,9 +707,9 @@ build_kube_apiserver() {
         ld="$ld -X $p.gitVersion=v$v -X $p.gitMajor=$major -X $p.gitMinor=$minor"
         ld="$ld -X $p.gitTreeState=clean -X $p.buildDate=$date"
     done
-    run go build -mod=mod -trimpath -ldflags "$ld" -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-    run "$BIN/kube-apiserver" --version
-    done_ kube-apiserver "$v" "$key"
+    run go build -mod=mod -trimpath -ldflags "$ld" -o "$BIN/$name" "k8s.io/kubernetes/cmd/$name"
+    run "$BIN/$name" --version
+    done_ "$name" "$v" "$key"
 }
 
 # ---- 5. etcd ---------------------------------------------------------------------------------
@@ -719,6 +727,76 @@ build_etcd() {
     run go build -mod=mod -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3
     run "$BIN/etcd" --version
     done_ etcd "$v" "$key"
+}
+
+# ---- 6. KWOK (node and pod lifecycle simulator) -------------------------------------------------
+
+build_kwok() {
+    local v=$KWOK_VERSION key="kwok v$KWOK_VERSION"
+    if stamp_ok kwok "$key" kwok; then say "kwok $v cached"; return; fi
+    begin kwok "$v"
+    local gomod
+    gomod=$(go_mod_file sigs.k8s.io/kwok "v$v")
+    new_wrapper kwok
+    mapfile -t reps < <(replace_args "$gomod" drop-local)
+    run go mod edit -require="sigs.k8s.io/kwok@v$v" "${reps[@]}"
+    run go build -mod=mod -trimpath -ldflags "-s -w" -o "$BIN/kwok" sigs.k8s.io/kwok/cmd/kwok
+    run "$BIN/kwok" --version
+    done_ kwok "$v" "$key"
+}
+
+# ---- 7. LeaderWorkerSet controller --------------------------------------------------------------
+
+build_lws() {
+    local v=$LWS_VERSION key="lws-controller v$LWS_VERSION"
+    if stamp_ok lws-controller "$key" lws-controller; then say "lws-controller $v cached"; return; fi
+    begin lws-controller "$v"
+    local gomod
+    gomod=$(go_mod_file sigs.k8s.io/lws "v$v")
+    new_wrapper lws-controller
+    mapfile -t reps < <(replace_args "$gomod" drop-local)
+    run go mod edit -require="sigs.k8s.io/lws@v$v" "${reps[@]}"
+    run go build -mod=mod -trimpath -ldflags "-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=v$v" \
+        -o "$BIN/lws-controller" sigs.k8s.io/lws/cmd
+    run "$BIN/lws-controller" --version
+    done_ lws-controller "$v" "$key"
+}
+
+# ---- 8. upstream CRDs, from the same Go modules -------------------------------------------------
+
+# The custom resources the stacks render are validated against their upstream CRDs at the versions the project
+# pins (the add-on charts' app versions). The modules ship them; they are copied out of the module cache into
+# $CACHE/crds (outside the repo) with a SOURCES.tsv naming module, version and path of each.
+CRD_FILES=(
+    "sigs.k8s.io/lws LWS_VERSION config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"
+    "github.com/kedacore/keda/v2 KEDA_VERSION config/crd/bases/keda.sh_scaledobjects.yaml"
+    "github.com/kedacore/keda/v2 KEDA_VERSION config/crd/bases/keda.sh_triggerauthentications.yaml"
+    "github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
+    "github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml"
+    "github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"
+)
+CRD_DIR=$CACHE/crds
+
+build_crds() {
+    local key="crds lws $LWS_VERSION keda $KEDA_VERSION prometheus-operator $PROMETHEUS_OPERATOR_VERSION" entry
+    if stamp_ok crds "$key" && [ -f "$CRD_DIR/SOURCES.tsv" ]; then say "CRDs cached in $CRD_DIR"; return; fi
+    begin crds "(lws $LWS_VERSION, keda $KEDA_VERSION, prometheus-operator $PROMETHEUS_OPERATOR_VERSION)"
+    mkdir -p "$SRC"
+    rm -rf "$CRD_DIR.new"
+    mkdir -p "$CRD_DIR.new"
+    printf 'file\tmodule\tversion\tpath\n' >"$CRD_DIR.new/SOURCES.tsv"
+    for entry in "${CRD_FILES[@]}"; do
+        local mod var path dir version
+        read -r mod var path <<<"$entry"
+        version=v${!var}
+        dir=$(go_mod_dir "$mod" "$version")
+        [ -f "$dir/$path" ] || die "$mod@$version has no $path"
+        run install -m 0644 "$dir/$path" "$CRD_DIR.new/$(basename "$path")"
+        printf '%s\t%s\t%s\t%s\n' "$(basename "$path")" "$mod" "$version" "$path" >>"$CRD_DIR.new/SOURCES.tsv"
+    done
+    rm -rf "$CRD_DIR"
+    mv "$CRD_DIR.new" "$CRD_DIR"
+    done_ crds "$key" "$key"
 }
 
 # ---- plugin registration ---------------------------------------------------------------------
@@ -739,8 +817,11 @@ build() {
             pulumi) build_pulumi ;;
             language-python) build_language_python ;;
             kubernetes-provider) build_kubernetes_provider ;;
-            kube-apiserver) build_kube_apiserver ;;
+            kube-apiserver|kube-scheduler|kube-controller-manager) build_kube_binary "$t" ;;
             etcd) build_etcd ;;
+            kwok) build_kwok ;;
+            lws-controller) build_lws ;;
+            crds) build_crds ;;
             *) die "unknown tool '$t' (known: $ALL_TOOLS)" ;;
         esac
     done
@@ -754,6 +835,9 @@ case ${1:-build} in
         shift || true
         # shellcheck disable=SC2086
         if [ $# -eq 0 ]; then build $ALL_TOOLS; else build "$@"; fi ;;
-    -h|--help|help) sed -n '2,12p' "$0" ;;
+    demo)
+        # shellcheck disable=SC2086
+        build $DEMO_TOOLS ;;
+    -h|--help|help) sed -n '2,14p' "$0" ;;
     *) die "usage: $0 [build [TOOL...] | env]" ;;
 esac

@@ -1,13 +1,16 @@
 """Validate rendered Kubernetes dicts: core kinds against the Kubernetes OpenAPI schema (kubernetes-validate, strict),
-custom resources against the upstream CRDs in <repo>/../shared/crds (jsonschema on the served version's schema).
+custom resources against the upstream CRDs of the versions the project pins (jsonschema on the served version's schema).
 
-Shared helper for every test that renders manifests. When shared/ is absent the CRD checks ``pytest.skip`` with the
-reason instead of passing silently.
+The CRDs come from the Go modules of those versions: scripts/toolchain.sh (`build crds`, part of `make test`) copies
+them out of the module cache into ``$VLLM_PULUMI_CACHE/crds`` with a SOURCES.tsv. A kind none of them defines is
+looked up in ../shared/crds when that reference copy lies beside the repository. A kind found nowhere fails the test:
+nothing is skipped.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +22,39 @@ import yaml
 # The newest Kubernetes minor kubernetes-validate 1.37 bundles that the EKS and kind clusters we target run (1.34).
 KUBERNETES_VERSION = "1.34"
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-CRD_DIR = SHARED / "crds"
+CACHE = Path(os.environ.get("VLLM_PULUMI_CACHE", Path.home() / ".cache" / "vllm-pulumi"))
+MODULE_CRD_DIR = CACHE / "crds"
+"""CRDs copied from the pinned Go modules by scripts/toolchain.sh (authoritative)."""
+SHARED_CRD_DIR = REPO.parent / "shared" / "crds"
+"""The team's reference copies, used only for kinds the modules do not provide."""
+
+
+def crd_files() -> list[Path]:
+    """The CRD files to install or validate against: the modules' first; shared/ only for kinds they lack."""
+    if not (MODULE_CRD_DIR / "SOURCES.tsv").is_file():
+        pytest.fail(f"upstream CRDs not found in {MODULE_CRD_DIR}: run `scripts/toolchain.sh build crds` "
+                    "(`make test` does)", pytrace=False)
+    files = sorted(MODULE_CRD_DIR.glob("*.yaml"))
+    names = {path.name for path in files}
+    if SHARED_CRD_DIR.is_dir():
+        files += [path for path in sorted(SHARED_CRD_DIR.glob("*.yaml")) if path.name not in names]
+    return files
 
 
 @functools.cache
 def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    """(apiVersion, kind) -> openAPIV3Schema of every served version of every CRD in shared/crds."""
-    if not CRD_DIR.is_dir():
-        pytest.skip(f"CRD schemas not found at {CRD_DIR} (shared/ is laid beside the repo in sessions and CI)")
+    """(apiVersion, kind) -> openAPIV3Schema of every served version of every CRD; the first file defining a kind
+    wins (the pinned modules' before shared/)."""
     schemas: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in sorted(CRD_DIR.glob("*.yaml")):
+    for path in crd_files():
         for document in yaml.safe_load_all(path.read_text()):
             if not document or document.get("kind") != "CustomResourceDefinition":
                 continue
             spec = document["spec"]
             for version in spec["versions"]:
-                if version.get("served", True):
-                    api_version = f"{spec['group']}/{version['name']}"
-                    schemas[(api_version, spec["names"]["kind"])] = _closed(version["schema"]["openAPIV3Schema"])
+                key = (f"{spec['group']}/{version['name']}", spec["names"]["kind"])
+                if version.get("served", True) and key not in schemas:
+                    schemas[key] = _closed(version["schema"]["openAPIV3Schema"])
     return schemas
 
 
@@ -73,7 +90,7 @@ def validate_object(obj: dict[str, Any]) -> None:
         return
     schemas = crd_schemas()
     if key not in schemas:
-        raise AssertionError(f"{name}: no CRD schema for {key} in {CRD_DIR}")
+        raise AssertionError(f"{name}: no CRD schema for {key} in {MODULE_CRD_DIR} or {SHARED_CRD_DIR}")
     validator = jsonschema.Draft7Validator(schemas[key])
     errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
     if errors:

@@ -1,9 +1,12 @@
-"""A throwaway Kubernetes control plane for tests: etcd and kube-apiserver on loopback, no controllers.
+"""A throwaway Kubernetes control plane for tests: etcd and kube-apiserver on loopback.
 
 Flags as envtest uses them (scripts/TOOLCHAIN.md has the ones verified on these builds). Static-token auth for an
-admin in system:masters; the API server's self-signed serving certificate is the kubeconfig's CA. Without a
-controller manager: no `default` ServiceAccount (its admission plugin is off), no PVC-protection finalizer remover
-(that admission plugin is off too), no namespace finalizer remover (a deleted Namespace stays Terminating).
+admin in system:masters; the API server's self-signed serving certificate is the kubeconfig's CA.
+
+``control_plane(..., controllers=False)`` is the API server alone: no `default` ServiceAccount (its admission plugin
+is off), no PVC-protection finalizer remover (that admission plugin is off too), no namespace finalizer remover (a
+deleted Namespace stays Terminating). With ``controllers=True`` every default admission plugin and the garbage
+collector stay on, for the simulated cluster (tests/e2e/cluster.py) whose controller manager handles them.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ def _decode(body: bytes) -> Any:
         return body.decode(errors="replace")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -46,14 +49,16 @@ class ControlPlane:
     token: str
     ca_file: Path
     kubeconfig: Path
+    workdir: Path
 
     def _context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca_file))
 
-    def request(self, method: str, path: str, body: object | None = None) -> tuple[int, Any]:
+    def request(self, method: str, path: str, body: object | None = None,
+                content_type: str = "application/json") -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.url + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+            "Authorization": f"Bearer {self.token}", "Content-Type": content_type})
         try:
             with urllib.request.urlopen(request, context=self._context(), timeout=30) as response:
                 return response.status, _decode(response.read())
@@ -98,7 +103,7 @@ def object_path(obj: dict[str, Any]) -> str:
 
 
 @contextmanager
-def control_plane(binaries: Path, workdir: Path) -> Iterator[ControlPlane]:
+def control_plane(binaries: Path, workdir: Path, *, controllers: bool = False) -> Iterator[ControlPlane]:
     """Start etcd and kube-apiserver on free loopback ports; stop both (and forget their data) afterwards."""
     workdir.mkdir(parents=True, exist_ok=True)
     subprocess.run(["openssl", "genrsa", "-out", str(workdir / "sa.key"), "2048"], check=True, capture_output=True)
@@ -107,7 +112,7 @@ def control_plane(binaries: Path, workdir: Path) -> Iterator[ControlPlane]:
     token = subprocess.run(["openssl", "rand", "-hex", "16"], check=True, capture_output=True,
                            text=True).stdout.strip()
     (workdir / "tokens.csv").write_text(f"{token},admin,admin-uid,system:masters\n")
-    client, peer, secure = _free_port(), _free_port(), _free_port()
+    client, peer, secure = free_port(), free_port(), free_port()
     logs = [open(workdir / name, "w") for name in ("etcd.log", "kube-apiserver.log")]  # noqa: SIM115
     etcd = subprocess.Popen([
         str(binaries / "etcd"), "--name", "e2e", "--data-dir", str(workdir / "etcd-data"),
@@ -121,14 +126,17 @@ def control_plane(binaries: Path, workdir: Path) -> Iterator[ControlPlane]:
         "--advertise-address=127.0.0.1", "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
         "--authorization-mode=RBAC", "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={workdir / 'sa.pub'}", f"--service-account-signing-key-file={workdir / 'sa.key'}",
-        f"--token-auth-file={workdir / 'tokens.csv'}", "--enable-garbage-collector=false",
-        "--disable-admission-plugins=ServiceAccount,StorageObjectInUseProtection",
+        f"--token-auth-file={workdir / 'tokens.csv'}",
+        *(() if controllers else (
+            "--enable-garbage-collector=false",
+            "--disable-admission-plugins=ServiceAccount,StorageObjectInUseProtection",
+        )),
     ], stdout=logs[1], stderr=subprocess.STDOUT)
     try:
         url = f"https://127.0.0.1:{secure}"
         ca_file = workdir / "certs" / "apiserver.crt"
         kubeconfig = workdir / "kubeconfig"
-        plane = ControlPlane(url, token, ca_file, kubeconfig)
+        plane = ControlPlane(url, token, ca_file, kubeconfig, workdir)
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while True:
             assert apiserver.poll() is None, (workdir / "kube-apiserver.log").read_text()[-3000:]

@@ -17,17 +17,15 @@ import pytest
 
 from vllm_pulumi.components.manifests import build_manifests, load_stack
 
+from ..schema import crd_files
 from .control_plane import ControlPlane, control_plane, object_path
-from .engine import REPO, TOOLS, copy_project, output_of, requires_engine, run_pulumi
-
-SHARED_CRDS = REPO.parent / "shared" / "crds"
+from .engine import TOOLS, copy_project, output_of, requires_engine, run_pulumi
 
 pytestmark = [
     pytest.mark.e2e,
     requires_engine,
     pytest.mark.skipif(not (TOOLS / "kube-apiserver").exists() or not (TOOLS / "etcd").exists(),
                        reason=f"kube-apiserver / etcd not built in {TOOLS} (run scripts/toolchain.sh)"),
-    pytest.mark.skipif(not SHARED_CRDS.is_dir(), reason=f"upstream CRDs not found at {SHARED_CRDS}"),
 ]
 
 # Test-only entry point: the real program, after a stack transform that tells pulumi-kubernetes not to wait for
@@ -76,7 +74,7 @@ vllm_program.program()
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     with control_plane(TOOLS, tmp_path_factory.mktemp("control-plane")) as running:
-        running.install_crds(sorted(SHARED_CRDS.glob("*.yaml")))
+        running.install_crds(crd_files())
         yield running
 
 
