@@ -1,4 +1,5 @@
-"""GPU facts: memory, HBM bandwidth, interconnect, the GFD product label and the AWS instances that carry each GPU.
+"""GPU facts: memory, HBM bandwidth, interconnect, the GFD product label, and (from runtime.instances) the AWS
+instances that carry each GPU.
 
 Memory is what the CUDA driver reports as total device memory (``torch.cuda.mem_get_info()[1]``,
 ``nvidia-smi`` "MiB" column), because that is the number vLLM multiplies by ``gpu_memory_utilization``.
@@ -7,10 +8,11 @@ Bandwidth is the vendor's peak HBM/GDDR figure in decimal GB/s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from .errors import UnknownIdError, closest
+from .instances import find_instance, instances_with
 
 MIB = 1024**2
 GIB = 1024**3
@@ -32,8 +34,6 @@ class GpuFacts:
     """How GPUs of one node talk for tensor-parallel all-reduce."""
     interconnect_gb_per_second: float
     """Per-GPU bandwidth of that interconnect (NVLink total, or PCIe x16 one direction)."""
-    aws_instance_types: dict[str, int] = field(default_factory=dict)
-    """EC2 instance type -> GPUs of this kind it carries."""
     aliases: tuple[str, ...] = ()
 
     @property
@@ -45,35 +45,28 @@ class GpuFacts:
         return self.memory_mib / 1024
 
     @property
+    def aws_instance_types(self) -> dict[str, int]:
+        """EC2 instance type -> GPUs of this kind it carries (runtime.instances is the one table)."""
+        return {instance.instance_type: instance.gpus for instance in instances_with(self.id)}
+
+    @property
     def max_gpus_per_node(self) -> int:
         """Largest GPU count of one known node carrying this GPU (8 when no instance is listed: HGX/PCIe servers)."""
         return max(self.aws_instance_types.values(), default=8)
 
 
-def _sizes(prefix: str, singles: tuple[str, ...], multi: dict[str, int]) -> dict[str, int]:
-    table = {f"{prefix}.{size}": 1 for size in singles}
-    table.update({f"{prefix}.{size}": count for size, count in multi.items()})
-    return table
-
-
-_G_FAMILY_SINGLES = ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")
-_G_FAMILY_MULTI = {"12xlarge": 4, "24xlarge": 4, "48xlarge": 8}
-
 GPUS: tuple[GpuFacts, ...] = (
     GpuFacts("rtx-4090", "NVIDIA-GeForce-RTX-4090", 24564, 1008, "pcie", 32, aliases=("4090",)),
-    GpuFacts("a10g", "NVIDIA-A10G", 23028, 600, "pcie", 32, _sizes("g5", _G_FAMILY_SINGLES, _G_FAMILY_MULTI)),
-    GpuFacts("l4", "NVIDIA-L4", 23034, 300, "pcie", 32, _sizes("g6", _G_FAMILY_SINGLES, _G_FAMILY_MULTI)),
-    GpuFacts("l40s", "NVIDIA-L40S", 46068, 864, "pcie", 32, _sizes("g6e", _G_FAMILY_SINGLES, _G_FAMILY_MULTI)),
+    GpuFacts("a10g", "NVIDIA-A10G", 23028, 600, "pcie", 32),
+    GpuFacts("l4", "NVIDIA-L4", 23034, 300, "pcie", 32),
+    GpuFacts("l40s", "NVIDIA-L40S", 46068, 864, "pcie", 32),
     GpuFacts("rtx-6000-ada", "NVIDIA-RTX-6000-Ada-Generation", 49140, 960, "pcie", 32),
-    GpuFacts("a100-40gb", "NVIDIA-A100-SXM4-40GB", 40960, 1555, "nvlink", 600, {"p4d.24xlarge": 8}, ("a100",)),
-    GpuFacts("a100-80gb", "NVIDIA-A100-SXM4-80GB", 81920, 2039, "nvlink", 600, {"p4de.24xlarge": 8}),
+    GpuFacts("a100-40gb", "NVIDIA-A100-SXM4-40GB", 40960, 1555, "nvlink", 600, ("a100",)),
+    GpuFacts("a100-80gb", "NVIDIA-A100-SXM4-80GB", 81920, 2039, "nvlink", 600),
     GpuFacts("h100-pcie", "NVIDIA-H100-PCIe", 81559, 2000, "pcie", 64),
-    GpuFacts(
-        "h100-sxm", "NVIDIA-H100-80GB-HBM3", 81559, 3350, "nvlink", 900,
-        {"p5.4xlarge": 1, "p5.48xlarge": 8}, ("h100",),
-    ),
-    GpuFacts("h200", "NVIDIA-H200", 143771, 4800, "nvlink", 900, {"p5e.48xlarge": 8, "p5en.48xlarge": 8}),
-    GpuFacts("b200", "NVIDIA-B200", 183359, 8000, "nvlink", 1800, {"p6-b200.48xlarge": 8}),
+    GpuFacts("h100-sxm", "NVIDIA-H100-80GB-HBM3", 81559, 3350, "nvlink", 900, ("h100",)),
+    GpuFacts("h200", "NVIDIA-H200", 143771, 4800, "nvlink", 900),
+    GpuFacts("b200", "NVIDIA-B200", 183359, 8000, "nvlink", 1800),
 )
 
 _BY_KEY: dict[str, GpuFacts] = {}
@@ -97,9 +90,5 @@ def find_gpu(key: str) -> GpuFacts:
 
 def gpu_for_instance_type(instance_type: str) -> tuple[GpuFacts, int]:
     """The GPU an EC2 instance type carries and how many."""
-    for gpu in GPUS:
-        count = gpu.aws_instance_types.get(instance_type)
-        if count:
-            return gpu, count
-    known = [name for gpu in GPUS for name in gpu.aws_instance_types]
-    raise UnknownIdError("instance type", instance_type, closest(instance_type, known), valid=sorted(known))
+    instance = find_instance(instance_type)
+    return find_gpu(instance.gpu_id), instance.gpus
