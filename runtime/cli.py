@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import ValidationError
 
@@ -21,6 +21,9 @@ from .models import ModelFacts, resolve_model
 from .parallelism import ParallelLayout, plan_layout
 from .planner import CapacityPlan, concurrency_table, decode_time_per_token_floor_seconds, plan_capacity
 from .startup import STORAGE_READ_GB_PER_SECOND, startup_budget
+
+if TYPE_CHECKING:
+    from .derive import ServingPlan
 
 CONTEXT_LENGTHS = [2048, 4096, 8192, 16384, 32768, 65536, 131072]
 
@@ -100,6 +103,49 @@ def _table(report: dict[str, object], model: ModelFacts, gpu: GpuFacts) -> str:
     return "\n".join(lines)
 
 
+def placement_report(plan: ServingPlan) -> dict[str, object]:
+    """The node shape the plan placed pods on (and whether it was assumed), and the rollout it derived."""
+    shape, rollout = plan.node_shape, plan.rollout
+    return {
+        "node_shape": {
+            "pool": shape.pool, "stated": shape.stated, "basis": shape.basis, "gpu": shape.gpu.id,
+            "gpus": shape.gpus, "instance_type": shape.instance_type,
+            "capacity_cpu_millicores": shape.capacity_cpu_millicores,
+            "capacity_memory_mib": shape.capacity_memory_mib,
+            "capacity_ephemeral_storage_gib": shape.capacity_ephemeral_storage_gib,
+            "allocatable_cpu_millicores": shape.allocatable_cpu_millicores,
+            "allocatable_memory_mib": shape.allocatable_memory_mib,
+            "allocatable_ephemeral_storage_gib": shape.allocatable_ephemeral_storage_gib,
+            "max_pods": shape.max_pods, "min_nodes": shape.min_nodes, "max_nodes": shape.max_nodes,
+        },
+        "pod_requests": {"gpus": plan.layout.gpus_per_pod, "cpu": plan.cpu_request,
+                         "memory_gib": plan.memory_request_gib, "ephemeral_storage_gib": plan.ephemeral_storage_gib},
+        "rollout": {"max_surge": rollout.max_surge, "max_unavailable": rollout.max_unavailable,
+                    "max_replicas": rollout.max_replicas, "replica_capacity": rollout.replica_capacity,
+                    "reason": rollout.reason},
+    }
+
+
+def _placement_table(report: dict[str, object]) -> str:
+    shape: dict[str, Any] = report["node_shape"]  # type: ignore[assignment]
+    pod: dict[str, Any] = report["pod_requests"]  # type: ignore[assignment]
+    rollout: dict[str, Any] = report["rollout"]  # type: ignore[assignment]
+    kind = f"{shape['instance_type']}: " if shape["instance_type"] else ""
+    return "\n".join([
+        f"  node shape                 {'stated' if shape['stated'] else 'ASSUMED'}: pool {shape['pool']}, "
+        f"{shape['min_nodes']}-{shape['max_nodes']} node(s) of {kind}{shape['gpus']} x {shape['gpu']}",
+        f"    basis                    {shape['basis']}",
+        f"    allocatable per node     {shape['allocatable_cpu_millicores'] / 1000:g} CPU, "
+        f"{shape['allocatable_memory_mib'] / 1024:,.1f} GiB memory, {shape['allocatable_ephemeral_storage_gib']} "
+        f"GiB disk, {shape['max_pods']} pods",
+        f"  pod requests               {pod['gpus']} GPU(s), {pod['cpu']} CPU, {pod['memory_gib']} GiB memory "
+        f"(incl. /dev/shm), emptyDirs up to {pod['ephemeral_storage_gib']} GiB",
+        f"  rollout                    maxSurge {rollout['max_surge']}, maxUnavailable {rollout['max_unavailable']} "
+        f"({rollout['replica_capacity']} replica(s) fit at max scale, {rollout['max_replicas']} needed)",
+        f"    why                      {rollout['reason']}",
+    ])
+
+
 def _plot(path: str, model: ModelFacts, gpu: GpuFacts, plan: CapacityPlan) -> None:
     try:
         import matplotlib
@@ -149,9 +195,13 @@ def _plan_stack_file(path: str, as_json: bool) -> int:
         report = build_report(plan.model, plan.gpu, plan.spec.engine, plan.layout, plan.capacity,
                               plan.startup_budget_seconds)
         report["deployment"] = plan.spec.name
+        report.update(placement_report(plan))
+        # The program's own warnings (placement, rollout, parallelism), not only the KV planner's.
+        report["warnings"] = list(plan.warnings)
         reports.append(report)
         if not as_json:
-            print(f"[{plan.spec.name}] " + _table(report, plan.model, plan.gpu) + "\n")
+            print(f"[{plan.spec.name}] " + _table(report, plan.model, plan.gpu) + "\n" + _placement_table(report)
+                  + "\n")
     if as_json:
         print(json.dumps(reports, indent=2))
     return 0 if all(report["fits"] for report in reports) else 1

@@ -8,13 +8,24 @@ the spec. Builders only read a ServingPlan; they do no arithmetic of their own.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 from .engine import DEFAULT_IMAGE_REPOSITORY, ExecutorBackend
 from .errors import PlanningError
-from .gpus import GIB, GpuFacts, find_gpu, gpu_for_instance_type
+from .gpus import GIB, GpuFacts
 from .models import ModelFacts, resolve_model
+from .nodes import (
+    NodeShape,
+    Resources,
+    base_shape_for,
+    distinct_pools,
+    state_nodes_hint,
+    stated_shapes,
+    with_node_count,
+)
 from .parallelism import ParallelLayout, plan_layout
+from .placement import Packing, nodes_needed
 from .planner import CapacityPlan, plan_capacity
 from .spec import DeploymentSpec, EksCluster, ModelDeploymentSpec, SecretRef
 from .startup import StartupBudget, startup_budget
@@ -33,11 +44,40 @@ SHM_PER_EXTRA_GPU_GIB = 2
 # Host memory: tokenizer, HTTP server and the safetensors page cache, plus CPU-side buffers per GPU worker.
 MEMORY_BASE_GIB = 16
 MEMORY_PER_GPU_GIB = 8
-# Root disk of a GPU node: the vLLM image (~20 GB unpacked), containerd's copy while pulling, logs, and slack.
-NODE_DISK_GIB = 200
+# CPU: tokenisation, scheduling and the HTTP server, plus one worker process per GPU.
+CPU_BASE_MILLICORES = 4000
+CPU_PER_GPU_MILLICORES = 2000
+# Disk-backed emptyDirs of a serving pod: compile caches (torch.compile, Triton, FlashInfer JIT; a cold compile
+# writes a few GB) and /tmp. With hf-download the cache also holds the weights, so it is sized like the PVC.
+CACHE_SIZE_GIB = 20
+TMP_SIZE_GIB = 4
 # PVC headroom over the checkpoint: tokenizer and config files, a second revision during a model update.
 PVC_HEADROOM_FRACTION = 0.2
 PVC_MIN_GIB = 10
+# Voluntary evictions (node drains, scale-down) take at most one replica's pod at a time: the same bound a rollout
+# keeps, whether it surges (none down) or replaces one replica at a time (one down); never blocks a drain.
+PDB_MAX_UNAVAILABLE = 1
+
+
+@dataclass(frozen=True)
+class RolloutPlan:
+    """How a rolling update replaces replicas, from the room the pool has at max scale (docs/placement.md)."""
+
+    max_surge: int
+    max_unavailable: int
+    reason: str
+    max_replicas: int
+    """Replicas at max scale: autoscaling.max_replicas, or replicas."""
+    replica_capacity: int
+    """Replicas of this model the pool holds at max scale, beside the other models on it and their surge replicas."""
+
+    @property
+    def surges(self) -> bool:
+        return self.max_surge > 0
+
+
+# What a plan carries until plan_deployment has looked at the whole pool.
+_UNDECIDED = RolloutPlan(1, 0, "not decided yet", 0, 0)
 
 
 @dataclass(frozen=True)
@@ -63,11 +103,18 @@ class ServingPlan:
     termination_grace_period_seconds: int
     shm_size_gib: int
     cpu_request: str
+    cpu_request_millicores: int
     memory_request_gib: int
+    """Includes /dev/shm: a memory-backed emptyDir is charged to the pod's memory."""
     cpu_limit: str | None
     memory_limit_gib: int | None
+    cache_size_gib: int
+    tmp_size_gib: int
     pvc_size_gib: int
     cooldown_seconds: int | None
+    node_shape: NodeShape
+    """The pool the serving pods land on (stated by the stack, or assumed: then node_shape.stated is False)."""
+    rollout: RolloutPlan
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -92,27 +139,30 @@ class ServingPlan:
     def multi_node(self) -> bool:
         return self.layout.layout == "leader-worker-set"
 
+    @property
+    def ephemeral_storage_gib(self) -> int:
+        """Node disk a serving pod's emptyDirs may fill (the kubelet evicts the pod past their size limits)."""
+        return self.cache_size_gib + self.tmp_size_gib
+
+    @property
+    def pod_resources(self) -> Resources:
+        """What the scheduler counts of one serving pod (an LWS leader or worker alike): its requests. The pods
+        request no ephemeral storage (emptyDir limits are enforced by eviction, not by placement)."""
+        return Resources(self.layout.gpus_per_pod, self.cpu_request_millicores, self.memory_request_gib * 1024, 0)
+
+    @property
+    def min_replicas(self) -> int:
+        return self.spec.autoscaling.min_replicas if self.spec.autoscaling else self.spec.replicas
+
+    @property
+    def max_replicas(self) -> int:
+        return self.spec.autoscaling.max_replicas if self.spec.autoscaling else self.spec.replicas
+
 
 def gpu_for(spec: DeploymentSpec, model: ModelDeploymentSpec, index: int) -> tuple[GpuFacts, int]:
-    """The model's GPU and GPUs per node: explicit settings first, then the stack's node pools, then GPU facts."""
-    pools = spec.cluster.node_pools if isinstance(spec.cluster, EksCluster) else []
-    pool_gpus = [gpu_for_instance_type(pool.instance_type) for pool in pools]
-    if model.gpu is not None:
-        try:
-            gpu = find_gpu(model.gpu)
-        except PlanningError as error:
-            raise error.at(f"models[{index}].gpu") from None
-        counts = [count for pool_gpu, count in pool_gpus if pool_gpu.id == gpu.id]
-        return gpu, model.gpus_per_node or (max(counts) if counts else gpu.max_gpus_per_node)
-    distinct = {pool_gpu.id: (pool_gpu, count) for pool_gpu, count in pool_gpus}
-    if len(distinct) == 1:
-        gpu, count = next(iter(distinct.values()))
-        return gpu, model.gpus_per_node or count
-    raise PlanningError(
-        f"models[{index}].gpu", None,
-        "no GPU given and the stack's node pools do not name exactly one GPU type",
-        "set gpu to a catalog id (e.g. h100-sxm) or a nvidia.com/gpu.product label",
-    )
+    """The model's GPU and GPUs per node: explicit settings first, then the pool its pods land on."""
+    shape = base_shape_for(spec, index)
+    return shape.gpu, model.gpus_per_node or shape.gpus
 
 
 def _secret_issues(spec: DeploymentSpec, path: str, ref: SecretRef | None) -> list[PlanningError]:
@@ -125,15 +175,119 @@ def _secret_issues(spec: DeploymentSpec, path: str, ref: SecretRef | None) -> li
     return []
 
 
-def plan_model(spec: DeploymentSpec, index: int) -> ServingPlan:
-    """Resolve one model deployment; raises PlanningError naming the setting when it cannot work."""
+_CPU_QUANTITY = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(m?)\s*")
+
+
+def cpu_millicores(quantity: str, setting: str) -> int:
+    """A Kubernetes CPU quantity (``6``, ``4.5``, ``500m``) in millicores, rounded up like the API server does."""
+    match = _CPU_QUANTITY.fullmatch(quantity)
+    if match is None:
+        raise PlanningError(setting, quantity, "not a CPU quantity", 'use cores ("6", "4.5") or millicores ("500m")')
+    number = float(match.group(1))
+    return math.ceil(number if match.group(2) else number * 1000)
+
+
+def format_cpu(millicores: int) -> str:
+    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
+
+
+def _parallelism_warnings(layout: ParallelLayout, gpu: GpuFacts) -> list[str]:
+    """What the links between a replica's GPUs cost, named by the kind of parallelism that uses them."""
+    tp, pp = layout.tensor_parallel_size, layout.pipeline_parallel_size
+    warnings = []
+    if tp > layout.gpus_per_pod:
+        warnings.append(
+            f"tensor parallelism over {tp} GPUs spans {math.ceil(tp / layout.gpus_per_pod)} nodes: its all-reduce at "
+            f"every layer crosses the network; keep tensor_parallel_size within one node ({layout.gpus_per_pod} "
+            "GPUs) and use pipeline parallelism across nodes"
+        )
+    elif tp > 1 and gpu.interconnect == "pcie":
+        warnings.append(
+            f"tensor parallelism over {tp} {gpu.id} GPUs that share only PCIe: all-reduce traffic will dominate; "
+            "prefer NVLink GPUs or pipeline parallelism"
+        )
+    if pp > 1 and gpu.interconnect == "pcie":
+        where = (f"in {layout.size} pods on separate nodes, joined by Ray over the node network" if layout.size > 1
+                 else "in one pod, over PCIe")
+        warnings.append(
+            f"pipeline parallelism over {pp} stages of {gpu.id} GPUs {where}: stages pass only activations (far "
+            "less traffic than tensor parallelism), but each step runs the stages one after another, so the time "
+            "per token grows with the stage count"
+        )
+    return warnings
+
+
+def _node_setting(shape: NodeShape, quantity: str) -> str | None:
+    """The setting that sizes a stated node (None when the shape is assumed)."""
+    if shape.setting is None:
+        return None
+    if shape.setting.startswith("cluster.node_pools"):
+        return f"{shape.setting}.{'disk_size_gib' if quantity == 'ephemeral_storage_gib' else 'instance_type'}"
+    if shape.instance_type is not None and quantity != "ephemeral_storage_gib":
+        return f"{shape.setting}.instance_type"
+    return f"{shape.setting}.{quantity}"
+
+
+def _check_pod_fits_node(spec: DeploymentSpec, index: int, plan: ServingPlan) -> None:
+    """Refuse a serving pod that no single node of its pool can take: the scheduler would leave it Pending."""
+    model, shape = spec.models[index], plan.node_shape
+    path = f"models[{index}]"
+    pod, node = plan.pod_resources, shape.allocatable
+    where = f"one node of {shape.pool} ({shape.describe()})"
+    if pod.cpu_millicores > node.cpu_millicores:
+        have = format_cpu(node.cpu_millicores)
+        reason = (f"a serving pod requests {plan.cpu_request} CPU but {where} has {have} allocatable (capacity "
+                  "minus the kubelet reserve)")
+        request = f"{path}.resources.cpu_request"
+        node_setting = _node_setting(shape, "vcpus")
+        if model.resources.cpu_request is not None or node_setting is None:
+            raise PlanningError(request, plan.cpu_request, reason,
+                                f"use at most {have}, or nodes with more CPUs")
+        raise PlanningError(node_setting, shape.instance_type or shape.capacity_cpu_millicores // 1000, reason,
+                            f"use nodes with more CPUs, or set {request} to at most {have}")
+    if pod.memory_mib > node.memory_mib:
+        have_gib = node.memory_mib // 1024
+        reason = (f"a serving pod requests {plan.memory_request_gib} GiB of memory (including {plan.shm_size_gib} "
+                  f"GiB of /dev/shm) but {where} has {node.memory_mib / 1024:.1f} GiB allocatable (capacity minus "
+                  "the kubelet reserve)")
+        request = f"{path}.resources.memory_request_gib"
+        node_setting = _node_setting(shape, "memory_gib")
+        if model.resources.memory_request_gib is not None:
+            raise PlanningError(request, plan.memory_request_gib, reason,
+                                f"use at most {have_gib}, or nodes with more memory")
+        without_shm = plan.memory_request_gib - plan.shm_size_gib
+        if model.lifecycle.shm_size_gib is not None and without_shm <= have_gib:
+            raise PlanningError(f"{path}.lifecycle.shm_size_gib", plan.shm_size_gib, reason,
+                                f"use at most {have_gib - without_shm}, or leave it unset to derive it")
+        if node_setting is None:
+            raise PlanningError(request, plan.memory_request_gib, reason,
+                                f"set it to at most {have_gib}, or state nodes with more memory")
+        raise PlanningError(node_setting, shape.instance_type or shape.capacity_memory_mib // 1024, reason,
+                            f"use nodes with more memory, or set {request} to at most {have_gib}")
+    if plan.ephemeral_storage_gib > node.ephemeral_storage_gib:
+        disk = node.ephemeral_storage_gib
+        reason = (f"a serving pod's emptyDirs may fill {plan.ephemeral_storage_gib} GiB of node disk (cache "
+                  f"{plan.cache_size_gib} GiB + /tmp {plan.tmp_size_gib} GiB) but {where} has {disk} GiB "
+                  "allocatable (capacity minus the kubelet reserve and eviction threshold)")
+        node_setting = _node_setting(shape, "ephemeral_storage_gib")
+        if model.storage.kind == "hf-download" or node_setting is None:
+            raise PlanningError(f"{path}.storage.kind", model.storage.kind, reason + (
+                "; hf-download keeps the weights in the pod's cache" if model.storage.kind == "hf-download" else ""),
+                "read the weights from a shared volume (nfs, efs, fsx-lustre) or S3, or use nodes with larger disks")
+        raise PlanningError(node_setting, shape.capacity_ephemeral_storage_gib, reason,
+                            f"use at least {shape.capacity_ephemeral_storage_gib + plan.ephemeral_storage_gib - disk} "
+                            "GiB")
+
+
+def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPlan:
+    """Everything of one model's plan but the rollout, which depends on every model on the same pool."""
     model_spec = spec.models[index]
     path = f"models[{index}]"
     try:
         facts = resolve_model(model_spec.model)
     except PlanningError as error:
         raise error.at(f"{path}.model") from None
-    gpu, gpus_per_node = gpu_for(spec, model_spec, index)
+    gpu, gpus_per_node = shape.gpu, model_spec.gpus_per_node or shape.gpus
     engine = model_spec.engine
     try:
         layout = plan_layout(facts, engine.tensor_parallel_size, engine.pipeline_parallel_size, gpus_per_node)
@@ -208,12 +362,7 @@ def plan_model(spec: DeploymentSpec, index: int) -> ServingPlan:
                           max_model_len=capacity.max_model_len)
     if storage.kind == "s3-runai-streamer" and engine.load_format == "auto":
         args.insert(1, "--load-format=runai_streamer")
-    warnings = list(capacity.warnings)
-    if layout.gpus_per_pod > 1 and gpu.interconnect == "pcie":
-        warnings.append(
-            f"tensor parallelism over {layout.gpus_per_pod} {gpu.id} GPUs that share only PCIe: all-reduce "
-            "traffic will dominate; prefer NVLink GPUs or pipeline parallelism"
-        )
+    warnings = list(capacity.warnings) + _parallelism_warnings(layout, gpu)
     if storage.kind == "s3-runai-streamer" and model_spec.service_account_name is None:
         warnings.append(
             "weights stream from S3 with the pod's AWS credentials, and no service_account_name is set: bind an IAM "
@@ -223,52 +372,225 @@ def plan_model(spec: DeploymentSpec, index: int) -> ServingPlan:
         warnings.append(
             f"scale to zero: the first request after idle waits a cold start of about {startup_seconds} s"
         )
+    if resources.cpu_request is not None:
+        cpu_request, cpu = resources.cpu_request, cpu_millicores(resources.cpu_request, f"{path}.resources.cpu_request")
+    else:
+        cpu = CPU_BASE_MILLICORES + CPU_PER_GPU_MILLICORES * layout.gpus_per_pod
+        cpu_request = format_cpu(cpu)
     image_repository = model_spec.image or DEFAULT_IMAGE_REPOSITORY
-    return ServingPlan(
+    plan = ServingPlan(
         spec=model_spec, namespace=spec.namespace, model=facts, gpu=gpu, layout=layout, capacity=capacity,
         startup=budget, hf_repo=hf_repo, model_ref=model_ref, image=f"{image_repository}:{engine.image_tag}",
         args=args, executor_backend=backend, startup_budget_seconds=startup_seconds,
         pre_stop_sleep_seconds=lifecycle.pre_stop_sleep_seconds,
         shutdown_timeout_seconds=engine.shutdown_timeout_seconds, termination_grace_period_seconds=grace,
-        shm_size_gib=shm, cpu_request=resources.cpu_request or str(4 + 2 * layout.gpus_per_pod),
-        memory_request_gib=memory, cpu_limit=resources.cpu_limit, memory_limit_gib=resources.memory_limit_gib,
-        pvc_size_gib=pvc, cooldown_seconds=cooldown, warnings=warnings,
+        shm_size_gib=shm, cpu_request=cpu_request, cpu_request_millicores=cpu, memory_request_gib=memory,
+        cpu_limit=resources.cpu_limit, memory_limit_gib=resources.memory_limit_gib,
+        cache_size_gib=pvc if storage.kind == "hf-download" else CACHE_SIZE_GIB, tmp_size_gib=TMP_SIZE_GIB,
+        pvc_size_gib=pvc, cooldown_seconds=cooldown, node_shape=shape, rollout=_UNDECIDED, warnings=warnings,
     )
+    _check_pod_fits_node(spec, index, plan)
+    return plan
+
+
+# ---- the pools: node counts and rollouts -----------------------------------------------------------------------------
+def _model_shapes(spec: DeploymentSpec) -> list[NodeShape | PlanningError]:
+    """Each model's pool, or why it has none (assumed pools of different GPU counts kept apart)."""
+    stated = stated_shapes(spec)
+    found: list[NodeShape | PlanningError] = []
+    for index in range(len(spec.models)):
+        try:
+            found.append(base_shape_for(spec, index, stated))
+        except PlanningError as error:
+            found.append(error)
+    shapes = distinct_pools([shape for shape in found if isinstance(shape, NodeShape)])
+    renamed = iter(shapes)
+    return [next(renamed) if isinstance(shape, NodeShape) else shape for shape in found]
+
+
+def _by_pool(plans: list[ServingPlan]) -> dict[str, list[ServingPlan]]:
+    pools: dict[str, list[ServingPlan]] = {}
+    for plan in plans:
+        pools.setdefault(plan.node_shape.pool, []).append(plan)
+    return pools
+
+
+def _max_setting(plan: ServingPlan, index: int) -> str:
+    return f"models[{index}].{'autoscaling.max_replicas' if plan.spec.autoscaling else 'replicas'}"
+
+
+def _per_node(shape: NodeShape, plan: ServingPlan) -> str:
+    per_node = shape.allocatable.how_many(plan.pod_resources)
+    if plan.layout.size == 1:
+        return f"{per_node} replica(s) per node"
+    return f"a replica is a group of {plan.layout.size} pods, {per_node} pod(s) per node"
+
+
+def _shared(plan: ServingPlan, on_pool: list[ServingPlan]) -> str:
+    others = [other.spec.name for other in on_pool if other is not plan]
+    if not others:
+        return ""
+    return f", shared with {', '.join(others)} (their max scale and surge replicas counted)"
+
+
+def _pool_plans(spec: DeploymentSpec, shape: NodeShape, on_pool: list[ServingPlan],
+                indices: dict[str, int]) -> list[ServingPlan]:
+    """Node count (when assumed) and rollout of every model on one pool.
+
+    A rolling update that surges needs room for one more replica at max scale; with several models on a pool their
+    max scales add up, and so do their surge replicas (one `pulumi up` may roll them all at once). Models keep surge
+    in stack order while the pool has room; the rest replace one replica at a time.
+    """
+    node = shape.allocatable
+    max_scale = [(plan.pod_resources, plan.max_replicas * plan.layout.size) for plan in on_pool]
+    if not shape.stated:
+        surges = [(plan.pod_resources, plan.layout.size) for plan in on_pool]
+        shape = with_node_count(shape, nodes_needed(node, max_scale + surges) or 0)
+    packing = Packing(node, shape.max_nodes)
+    held = [packing.place(pod, count) // plan.layout.size for (pod, count), plan in zip(max_scale, on_pool)]
+    placed = list(max_scale)
+    result = []
+    for plan, replicas_held in zip(on_pool, held):
+        index = indices[plan.spec.name]
+        name, size, max_replicas = plan.spec.name, plan.layout.size, plan.max_replicas
+        max_setting = _max_setting(plan, index)
+        warnings = list(plan.warnings)
+        if not shape.stated:
+            warnings.append(
+                f"the stack states no nodes for {shape.gpu.id}, so the plan assumes pool {shape.pool}: "
+                f"{shape.max_nodes} node(s) of {shape.describe()} ({shape.basis}), enough for every replica at max "
+                f"scale plus a surge replica; {state_nodes_hint(spec, shape.gpu)}"
+            )
+        spare = (packing.room_for(plan.pod_resources) or 0) // size
+        capacity = replicas_held + spare
+        pool_text = (f"pool {shape.pool} ({shape.max_nodes} node(s) of {shape.describe()}; {_per_node(shape, plan)}"
+                     f"{_shared(plan, on_pool)})")
+        per_node = node.how_many(plan.pod_resources)
+        if per_node * plan.ephemeral_storage_gib > node.ephemeral_storage_gib:
+            warnings.append(
+                f"{per_node} pods of {name} fit one node of {shape.pool} by GPUs, CPU and memory, and their emptyDirs "
+                f"may fill {per_node * plan.ephemeral_storage_gib} GiB of its {node.ephemeral_storage_gib} GiB "
+                "allocatable disk: the kubelet evicts pods when the disk runs full; give the nodes a larger disk"
+                + (f" ({_node_setting(shape, 'ephemeral_storage_gib')})" if shape.setting else "")
+            )
+        if replicas_held < max_replicas:
+            needed_all = nodes_needed(node, max_scale)
+            warnings.append(
+                f"at max scale ({max_setting} {max_replicas}) {pool_text} holds only {replicas_held} replica(s) of "
+                f"{name}: the others would stay Pending; raise {shape.count_setting} to {needed_all}, or lower "
+                f"{max_setting} to {replicas_held}"
+            )
+        if replicas_held >= max_replicas and spare >= 1:
+            packing.place(plan.pod_resources, size)
+            placed.append((plan.pod_resources, size))
+            rollout = RolloutPlan(1, 0, (
+                f"surge (maxSurge 1, maxUnavailable 0): at max scale ({max_setting} {max_replicas}) {pool_text} holds "
+                f"{capacity} replica(s) of {name}, so a new replica starts before an old one stops"), max_replicas,
+                capacity)
+        else:
+            restore = nodes_needed(node, placed + [(plan.pod_resources, size)])
+            rollout = RolloutPlan(0, 1, (
+                f"replace one replica at a time (maxSurge 0, maxUnavailable 1): at max scale ({max_setting} "
+                f"{max_replicas}) {pool_text} holds {capacity} replica(s) of {name}, no room for a surge replica, "
+                "so a surging rollout would wait forever at full scale"), max_replicas, capacity)
+            warnings.append(f"{rollout.reason}; each rollout step takes one replica out of service until its "
+                            f"replacement is ready; raise {shape.count_setting} to {restore} to restore surge")
+            if max_replicas == 1:
+                warnings.append(
+                    f"{name} runs a single replica and its pool has no room for a second: every rollout stops it "
+                    f"before the new one is ready, an outage of about {plan.startup_budget_seconds} s (the startup "
+                    f"budget); raise {shape.count_setting} to {restore} to keep it serving"
+                )
+        result.append(replace(plan, node_shape=shape, rollout=rollout, warnings=warnings))
+    return result
+
+
+def _min_scale_issues(spec: DeploymentSpec, plans: list[ServingPlan], prefix: str) -> list[PlanningError]:
+    """A stated pool must hold every model on it at its minimum replicas, or the stack never becomes ready."""
+    issues = []
+    for on_pool in _by_pool(plans).values():
+        shape = on_pool[0].node_shape
+        if not shape.stated or shape.count_setting is None:
+            continue
+        needed = nodes_needed(shape.allocatable, [(p.pod_resources, p.min_replicas * p.layout.size) for p in on_pool])
+        if needed is not None and needed > shape.max_nodes:
+            kind = shape.instance_type or shape.pool
+            names = ", ".join(plan.spec.name for plan in on_pool)
+            verb = "needs" if len(on_pool) == 1 else "need"
+            whose = "its" if len(on_pool) == 1 else "their"
+            layout = "; ".join(f"{p.spec.name}: {p.min_replicas} x {p.layout.size} pod(s), {_per_node(shape, p)}"
+                               for p in on_pool)
+            issues.append(PlanningError(
+                f"{prefix}{shape.count_setting}", shape.max_nodes,
+                f"{names} {verb} {needed} node(s) of {kind} at {whose} minimum replicas ({layout})",
+                f"use {shape.count_setting.rsplit('.', 1)[1]} >= {needed}",
+            ))
+    return issues
 
 
 def check_deployment(spec: DeploymentSpec, root: str = "") -> list[PlanningError]:
     """Every cross-setting problem of a stack, each addressed to the setting to change."""
     prefix = f"{root}." if root else ""
     issues: list[PlanningError] = []
-    if isinstance(spec.cluster, EksCluster):
-        for j, pool in enumerate(spec.cluster.node_pools):
-            try:
-                gpu_for_instance_type(pool.instance_type)
-            except PlanningError as error:
-                issues.append(error.at(f"{prefix}cluster.node_pools[{j}].instance_type"))
+    try:
+        stated_shapes(spec)
+    except PlanningError:
+        issues += _stated_node_issues(spec, prefix)
     if issues:
         return issues
-    for index, model in enumerate(spec.models):
+    plans = []
+    for index, shape in enumerate(_model_shapes(spec)):
+        model = spec.models[index]
         issues += _secret_issues(spec, f"{prefix}models[{index}].api_key", model.api_key)
         issues += _secret_issues(spec, f"{prefix}models[{index}].storage.hf_token", model.storage.hf_token)
         try:
-            plan = plan_model(spec, index)
+            if isinstance(shape, PlanningError):
+                raise shape
+            plans.append(_plan_pods(spec, index, shape))
         except PlanningError as error:
             issues.append(error.at(prefix + error.setting) if prefix else error)
-            continue
-        if isinstance(spec.cluster, EksCluster):
-            for j, pool in enumerate(spec.cluster.node_pools):
-                pool_gpu, _ = gpu_for_instance_type(pool.instance_type)
-                minimum = plan.layout.size * (model.autoscaling.min_replicas if model.autoscaling else model.replicas)
-                if pool_gpu.id == plan.gpu.id and pool.max_size < minimum:
-                    issues.append(PlanningError(
-                        f"{prefix}cluster.node_pools[{j}].max_size", pool.max_size,
-                        f"{model.name} needs {minimum} node(s) of {pool.instance_type} at its minimum replicas",
-                        f"use max_size >= {minimum}",
-                    ))
+    if not issues:
+        issues += _min_scale_issues(spec, plans, prefix)
+    return issues
+
+
+def _stated_node_issues(spec: DeploymentSpec, prefix: str) -> list[PlanningError]:
+    """Unknown instance types or GPUs of the stated nodes, each at its setting."""
+    from .gpus import find_gpu
+    from .instances import find_instance
+
+    issues = []
+    entries: list[tuple[str, str | None, str | None]]
+    if isinstance(spec.cluster, EksCluster):
+        entries = [(f"cluster.node_pools[{j}]", pool.instance_type, None)
+                   for j, pool in enumerate(spec.cluster.node_pools)]
+    else:
+        entries = [(f"cluster.nodes[{j}]", nodes.instance_type, nodes.gpu) for j, nodes in enumerate(spec.cluster.nodes)]
+    for setting, instance_type, gpu in entries:
+        try:
+            if instance_type is not None:
+                find_instance(instance_type)
+            if gpu is not None:
+                find_gpu(gpu)
+        except PlanningError as error:
+            field_name = "instance_type" if instance_type is not None else "gpu"
+            issues.append(error.at(f"{prefix}{setting}.{field_name}"))
     return issues
 
 
 def plan_deployment(spec: DeploymentSpec) -> list[ServingPlan]:
     """Serving plans for every model of a validated spec (``parse_deployment`` already checked they resolve)."""
-    return [plan_model(spec, index) for index in range(len(spec.models))]
+    plans = []
+    for index, shape in enumerate(_model_shapes(spec)):
+        if isinstance(shape, PlanningError):
+            raise shape
+        plans.append(_plan_pods(spec, index, shape))
+    indices = {model.name: index for index, model in enumerate(spec.models)}
+    decided = {plan.spec.name: plan for on_pool in _by_pool(plans).values()
+               for plan in _pool_plans(spec, on_pool[0].node_shape, on_pool, indices)}
+    return [decided[plan.spec.name] for plan in plans]
+
+
+def plan_model(spec: DeploymentSpec, index: int) -> ServingPlan:
+    """One model's plan (its rollout depends on the other models on its pool, so the whole stack is planned)."""
+    return plan_deployment(spec)[index]

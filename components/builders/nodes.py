@@ -10,8 +10,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...runtime.derive import NODE_DISK_GIB, ServingPlan
+from ...runtime.derive import ServingPlan
 from ...runtime.gpus import gpu_for_instance_type
+from ...runtime.nodes import GPU_TAINT, NODE_DISK_GIB, pool_node_group_labels
 from ...runtime.spec import GpuNodePoolSpec
 
 # EFA-capable network cards per instance type (EC2 instance facts); NCCL spreads traffic over all of them.
@@ -29,8 +30,13 @@ NODE_ROLE_POLICY_ARNS = (
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
 )
-NODE_POOL_LABEL = "vllm-pulumi.dev/node-pool"
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
+# The EKS node group API spells taint effects in its own enum; the taint itself is a runtime node fact.
+EKS_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+
+
+def eks_taint(taint: dict[str, str]) -> dict[str, str]:
+    """A Kubernetes taint in the form the EKS node group API takes."""
+    return {**taint, "effect": EKS_TAINT_EFFECTS[taint["effect"]]}
 
 
 @dataclass(frozen=True)
@@ -72,8 +78,7 @@ def build_node_group(pool: GpuNodePoolSpec, cluster_name: str, plans: list[Servi
     multi_node = pool_is_multi_node(pool, plans)
     efa = pool.efa if pool.efa is not None else multi_node
     placement = pool.placement_group if pool.placement_group is not None else efa
-    labels = dict(sorted(pool.labels.items()))
-    labels[NODE_POOL_LABEL] = pool.name
+    labels = pool_node_group_labels(pool)
     # Bottlerocket keeps images on its second (data) volume; AL2023 on the root volume.
     device = "/dev/xvdb" if pool.ami_type.startswith("BOTTLEROCKET") else "/dev/xvda"
     return NodeGroupDescription(
@@ -83,7 +88,7 @@ def build_node_group(pool: GpuNodePoolSpec, cluster_name: str, plans: list[Servi
         desired_size=pool.desired_size, max_size=pool.max_size, subnet_ids=list(pool.subnet_ids),
         node_role_arn=pool.node_role_arn, disk_size_gib=pool.disk_size_gib or NODE_DISK_GIB,
         root_device_name=device, efa=efa, efa_interfaces=EFA_INTERFACES.get(pool.instance_type, 1) if efa else 0,
-        placement_group=placement, labels=labels, taints=[dict(GPU_TAINT)],
+        placement_group=placement, labels=labels, taints=[eks_taint(GPU_TAINT)],
     )
 
 

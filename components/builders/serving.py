@@ -14,12 +14,14 @@ from ...runtime import annotations as ann
 from ...runtime.derive import (
     LIVENESS_PROBE_PERIOD_SECONDS,
     MODEL_MOUNT_PATH,
+    PDB_MAX_UNAVAILABLE,
     PROBE_TIMEOUT_SECONDS,
     READINESS_PROBE_PERIOD_SECONDS,
     STARTUP_PROBE_PERIOD_SECONDS,
     ServingPlan,
 )
 from ...runtime.models import catalog_id_for
+from ...runtime.nodes import GPU_PRODUCT_LABEL, GPU_RESOURCE, GPU_TAINT
 from . import labels as lbl
 from .modelconfig import model_config_annotation
 from .secrets import (
@@ -32,17 +34,12 @@ from .secrets import (
 )
 from .storage import claim_name
 
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 HTTP_PORT_NAME = "http"
 SERVICE_PORT = 80
 # Readiness drops a pod from the Service after 3 failed polls (15 s): long enough to ride out one slow /health.
 READINESS_FAILURE_THRESHOLD = 3
 # Scheduling, a cold pull of the ~20 GB vLLM image and volume attach happen before the startup probe's clock starts.
 PROGRESS_SLACK_SECONDS = 900
-# Compile caches (torch.compile, Triton, FlashInfer JIT) for one engine; a cold compile writes a few GB.
-CACHE_SIZE_LIMIT = "20Gi"
-TMP_SIZE_LIMIT = "4Gi"
 CACHE_DIR = "/cache"
 RAY_PORT = 6379
 # Every cache location vLLM and its libraries read from an env var points into the cache emptyDir.
@@ -116,6 +113,23 @@ def version_label(plan: ServingPlan) -> str:
 
 def server_labels(plan: ServingPlan, extra: dict[str, str] | None = None) -> dict[str, str]:
     return lbl.common_labels(plan.spec.name, lbl.SERVER, version_label(plan), extra)
+
+
+def rollout_annotations(plan: ServingPlan) -> dict[str, str]:
+    """The pool facts the rollout was derived from, so the rollout policy judges the same numbers. Workload
+    metadata only: on the pod template they would restart every pod whenever a pool changes size."""
+    return {
+        ann.NODE_POOL: plan.node_shape.pool,
+        ann.POOL_MAX_NODES: str(plan.node_shape.max_nodes),
+        ann.NODE_GPUS: str(plan.node_shape.gpus),
+        ann.MAX_REPLICAS: str(plan.rollout.max_replicas),
+        ann.REPLICA_CAPACITY: str(plan.rollout.replica_capacity),
+    }
+
+
+def rolling_update(plan: ServingPlan) -> dict[str, int]:
+    """Surge while the pool has room for one more replica at max scale; else replace one at a time (plan.rollout)."""
+    return {"maxSurge": plan.rollout.max_surge, "maxUnavailable": plan.rollout.max_unavailable}
 
 
 def project_annotations(plan: ServingPlan) -> dict[str, str]:
@@ -221,22 +235,20 @@ def volumes(plan: ServingPlan) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = [
         # vLLM's engine-core IPC and NCCL's shared-memory transport; the container default is 64 MiB.
         {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{plan.shm_size_gib}Gi"}},
-        {"name": "cache", "emptyDir": {"sizeLimit": CACHE_SIZE_LIMIT}},
-        {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE_LIMIT}},
+        # Compile caches, and with hf-download the weights too (the plan sizes it for them).
+        {"name": "cache", "emptyDir": {"sizeLimit": f"{plan.cache_size_gib}Gi"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": f"{plan.tmp_size_gib}Gi"}},
     ]
-    if plan.spec.storage.kind == "hf-download":
-        # Weights land in HF_HOME on every start: size the cache for them.
-        items[1] = {"name": "cache", "emptyDir": {"sizeLimit": f"{plan.pvc_size_gib}Gi"}}
     if plan.uses_pvc:
         items.append({"name": "models", "persistentVolumeClaim": {"claimName": claim_name(plan), "readOnly": True}})
     return items
 
 
 def scheduling(plan: ServingPlan) -> dict[str, Any]:
-    """Only nodes with the planned GPU; tolerate the GPU taint (`nvidia.com/gpu`, NoSchedule)."""
+    """Only nodes with the planned GPU; tolerate the GPU taint those nodes carry (runtime.nodes)."""
     return {
         "nodeSelector": {GPU_PRODUCT_LABEL: plan.gpu.product_label},
-        "tolerations": [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+        "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
     }
 
 
@@ -283,7 +295,7 @@ def _template(plan: ServingPlan, pod_labels: dict[str, str], spec: dict[str, Any
 
 
 def _workload_metadata(plan: ServingPlan, extra_labels: dict[str, str] | None) -> dict[str, Any]:
-    annotations = project_annotations(plan)
+    annotations = {**project_annotations(plan), **rollout_annotations(plan)}
     # Pulumi waits for the rollout: the startup budget plus scheduling and the image pull, not its 10-minute default.
     annotations["pulumi.com/timeoutSeconds"] = str(plan.startup_budget_seconds + PROGRESS_SLACK_SECONDS)
     return lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels), annotations)
@@ -307,8 +319,8 @@ def build_deployment(plan: ServingPlan, extra_labels: dict[str, str] | None = No
         "spec": {
             **replicas_field(plan),
             "selector": {"matchLabels": lbl.selector_labels(plan.spec.name, lbl.SERVER)},
-            # A new pod must be Ready before an old one drains: never fewer serving replicas during a rollout.
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            # With room for a surge replica, a new pod is Ready before an old one drains; without, one at a time.
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update(plan)},
             "progressDeadlineSeconds": plan.startup_budget_seconds + PROGRESS_SLACK_SECONDS,
             "template": _template(plan, server_labels(plan, extra_labels), _pod_spec(plan, container)),
         },
@@ -338,10 +350,7 @@ def build_leader_worker_set(plan: ServingPlan, extra_labels: dict[str, str] | No
         "metadata": _workload_metadata(plan, extra_labels),
         "spec": {
             **replicas_field(plan),
-            "rolloutStrategy": {
-                "type": "RollingUpdate",
-                "rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0},
-            },
+            "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": rolling_update(plan)},
             # Workers start with the leader: LeaderReady would deadlock (the leader is ready only once they joined).
             "startupPolicy": "LeaderCreated",
             "leaderWorkerTemplate": {
@@ -374,18 +383,19 @@ def build_pod_disruption_budget(plan: ServingPlan, extra_labels: dict[str, str] 
     """maxUnavailable 1 with unhealthy pods always evictable: voluntary evictions take one replica at a time, and
     never block a node drain.
 
-    A single healthy replica may be evicted (1 of 1 allowed), so cluster upgrades and GPU node scale-down proceed;
-    the Deployment's maxSurge brings its replacement. A not-ready pod (still loading, or broken) is evictable too
-    (unhealthyPodEvictionPolicy AlwaysAllow), where the default policy would block the drain until it turned ready.
-    With several replicas (scaled out by KEDA), a drain of many nodes takes them one at a time. For an LWS the
-    budget covers every pod of the set: evicting a worker restarts its whole group.
+    The same bound the rollout keeps: a surging rollout takes no replica down, a replace-one-at-a-time rollout one,
+    and while it has one down the budget allows no eviction (a drain waits for that step). A single healthy replica
+    may be evicted (1 of 1 allowed), so cluster upgrades and GPU node scale-down proceed. A not-ready pod (still
+    loading, or broken) is evictable too (unhealthyPodEvictionPolicy AlwaysAllow), where the default policy would
+    block the drain until it turned ready. For an LWS the budget covers every pod of the set: evicting a worker
+    restarts its whole group.
     """
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels)),
         "spec": {
-            "maxUnavailable": 1,
+            "maxUnavailable": PDB_MAX_UNAVAILABLE,
             "unhealthyPodEvictionPolicy": "AlwaysAllow",
             "selector": {"matchLabels": lbl.selector_labels(plan.spec.name)},
         },

@@ -57,14 +57,39 @@ def test_replicas_omitted_when_an_autoscaler_owns_them(case: str, model: dict[st
     assert serving.build_workload(plan(model, base))["spec"].get("replicas") == replicas, case
 
 
-@pytest.mark.parametrize("base", [None, MULTINODE_MODEL], ids=["deployment", "lws"])
-def test_rollout_never_drops_a_serving_replica(base: dict[str, Any] | None) -> None:
-    spec = serving.build_workload(plan({}, base))["spec"]
-    if "strategy" in spec:
-        assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+def _nodes(instance_type: str, count: int) -> dict[str, Any]:
+    return {"mode": "kubeconfig", "nodes": [{"name": "gpu", "instance_type": instance_type, "count": count}]}
+
+
+@pytest.mark.parametrize(("case", "model", "base", "nodes", "rolling"), [
+    ("deployment-with-a-spare-node-surges", {"autoscaling": {"min_replicas": 1, "max_replicas": 2}}, None,
+     _nodes("g6.2xlarge", 3), {"maxSurge": 1, "maxUnavailable": 0}),
+    ("deployment-at-full-scale-replaces-one", {"autoscaling": {"min_replicas": 1, "max_replicas": 3}}, None,
+     _nodes("g6.2xlarge", 3), {"maxSurge": 0, "maxUnavailable": 1}),
+    ("lws-with-room-for-a-second-group-surges", {}, MULTINODE_MODEL, _nodes("p5.48xlarge", 4),
+     {"maxSurge": 1, "maxUnavailable": 0}),
+    ("lws-with-one-group-of-nodes-replaces-it", {}, MULTINODE_MODEL, _nodes("p5.48xlarge", 2),
+     {"maxSurge": 0, "maxUnavailable": 1}),
+])
+def test_rollout_strategy_comes_from_the_plan(case: str, model: dict[str, Any], base: dict[str, Any] | None,
+                                             nodes: dict[str, Any], rolling: dict[str, int]) -> None:
+    serving_plan = plan(model, base, cluster=nodes)
+    workload = serving.build_workload(serving_plan)
+    if workload["kind"] == "Deployment":
+        assert workload["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": rolling}, case
     else:
-        assert spec["rolloutStrategy"] == {"type": "RollingUpdate",
-                                           "rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0}}
+        assert workload["spec"]["rolloutStrategy"] == {"type": "RollingUpdate",
+                                                       "rollingUpdateConfiguration": rolling}, case
+    # The budget keeps evictions to one replica's pod, the bound the rollout itself keeps in either form.
+    assert serving.build_pod_disruption_budget(serving_plan)["spec"]["maxUnavailable"] == 1
+    notes = workload["metadata"]["annotations"]
+    assert notes[ann.POOL_MAX_NODES] == str(nodes["nodes"][0]["count"])
+    assert notes[ann.MAX_REPLICAS] == str(serving_plan.max_replicas)
+    assert (int(notes[ann.REPLICA_CAPACITY]) > serving_plan.max_replicas) == (rolling["maxSurge"] == 1)
+    # Pool facts stay off the pod template: a pool resize must not restart every pod.
+    templates = [workload["spec"]["template"]] if "template" in workload["spec"] else [
+        workload["spec"]["leaderWorkerTemplate"][key] for key in ("leaderTemplate", "workerTemplate")]
+    assert all(ann.POOL_MAX_NODES not in t["metadata"]["annotations"] for t in templates)
 
 
 # ---- probes, drain, resources --------------------------------------------------------------------------------------

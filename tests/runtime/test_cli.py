@@ -118,3 +118,23 @@ def test_stack_file_report_is_the_programs_plan_including_overrides(tmp_path: Pa
     (plan,) = plan_deployment(parse_deployment(raw["config"]["vllm-pulumi:deployment"]))
     assert report["kv_cache_bytes_per_gpu"] == plan.capacity.kv_cache_bytes_per_gpu
     assert report["startup_budget_seconds"] == 777
+
+
+def test_stack_file_shows_the_node_shape_whether_assumed_and_the_rollout(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    assert main(["plan", "--stack-file", str(REPO / "stacks" / "Pulumi.prod.yaml")]) == 0
+    table = capsys.readouterr().out
+    assert "node shape                 stated: pool h100, 1-9 node(s) of p5.48xlarge: 8 x h100-sxm" in table
+    assert "rollout                    maxSurge 1, maxUnavailable 0 (9 replica(s) fit at max scale, 8 needed)" in table
+
+    raw = yaml.safe_load((REPO / "stacks" / "Pulumi.local.yaml").read_text())
+    del raw["config"]["vllm-pulumi:deployment"]["cluster"]["nodes"]
+    stack_file = tmp_path / "Pulumi.unstated.yaml"
+    stack_file.write_text(yaml.safe_dump(raw))
+    assert main(["plan", "--stack-file", str(stack_file), "--json"]) == 0
+    (report,) = json.loads(capsys.readouterr().out)
+    assert (report["node_shape"]["pool"], report["node_shape"]["stated"]) == ("assumed-rtx-4090", False)
+    assert (report["rollout"]["max_surge"], report["rollout"]["max_unavailable"]) == (1, 0)
+    assert any(w.startswith("the stack states no nodes for rtx-4090") for w in report["warnings"])
