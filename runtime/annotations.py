@@ -1,7 +1,8 @@
 """Annotations this project writes on the workloads it renders, so policies read facts instead of guessing.
 
-Builders write them on the workload (Deployment / LeaderWorkerSet) metadata and its pod template; the policy rules
-read them back. Manifests written by others simply lack them, and the rules then fall back to `--model` / the
+Builders write them on the workload (Deployment / LeaderWorkerSet) metadata and its pod template (the pool facts of
+the rollout on the workload only: on the template a pool resize would restart every pod); the policy rules read
+them back. Manifests written by others simply lack them, and the rules then fall back to `--model` / the
 `nvidia.com/gpu.product` selector, or report "cannot check".
 """
 
