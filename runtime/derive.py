@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 
 from .engine import DEFAULT_IMAGE_REPOSITORY, ExecutorBackend
 from .errors import PlanningError
-from .gpus import GIB, GpuFacts
+from .gpus import GIB, GpuFacts, find_gpu
+from .instances import find_instance
 from .models import ModelFacts, resolve_model
 from .nodes import (
     NodeShape,
@@ -556,16 +557,14 @@ def check_deployment(spec: DeploymentSpec, root: str = "") -> list[PlanningError
 
 def _stated_node_issues(spec: DeploymentSpec, prefix: str) -> list[PlanningError]:
     """Unknown instance types or GPUs of the stated nodes, each at its setting."""
-    from .gpus import find_gpu
-    from .instances import find_instance
-
     issues = []
     entries: list[tuple[str, str | None, str | None]]
     if isinstance(spec.cluster, EksCluster):
         entries = [(f"cluster.node_pools[{j}]", pool.instance_type, None)
                    for j, pool in enumerate(spec.cluster.node_pools)]
     else:
-        entries = [(f"cluster.nodes[{j}]", nodes.instance_type, nodes.gpu) for j, nodes in enumerate(spec.cluster.nodes)]
+        entries = [(f"cluster.nodes[{j}]", nodes.instance_type, nodes.gpu)
+                   for j, nodes in enumerate(spec.cluster.nodes)]
     for setting, instance_type, gpu in entries:
         try:
             if instance_type is not None:

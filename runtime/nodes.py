@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from .errors import PlanningError
 from .gpus import GpuFacts, find_gpu
 from .instances import InstanceFacts, find_instance, instances_with
-from .spec import DeploymentSpec, EksCluster, GpuNodePoolSpec, GpuNodesSpec, ModelDeploymentSpec
+from .spec import DeploymentSpec, EksCluster, GpuNodePoolSpec, GpuNodesSpec
 
 # ---- labels and taints a GPU node carries ---------------------------------------------------------------------------
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -296,7 +296,7 @@ def base_shape_for(spec: DeploymentSpec, index: int, stated: list[NodeShape] | N
                 f"{path}.gpu", model.gpu, f"no stated node carries {gpu.id} GPUs (cluster.nodes: {stated_gpus})",
                 "add a cluster.nodes entry for these nodes, or set gpu to the GPU of a stated one",
             )
-        return _assumed(spec, model, gpu)
+        return assumed_shape(gpu, model.gpus_per_node, f"assumed-{gpu.id}")
     wanted = model.gpus_per_node
     if wanted is None:
         return max(candidates, key=lambda shape: shape.gpus)  # first of the largest
@@ -310,10 +310,6 @@ def base_shape_for(spec: DeploymentSpec, index: int, stated: list[NodeShape] | N
         f"larger than the {biggest.gpus} {gpu.id} GPU(s) of one node of {biggest.setting} ({biggest.pool})",
         f"use at most {biggest.gpus}, or leave it unset to use the node's GPUs",
     )
-
-
-def _assumed(spec: DeploymentSpec, model: ModelDeploymentSpec, gpu: GpuFacts) -> NodeShape:
-    return assumed_shape(gpu, model.gpus_per_node, f"assumed-{gpu.id}")
 
 
 def distinct_pools(shapes: list[NodeShape]) -> list[NodeShape]:
