@@ -2,7 +2,9 @@
 
 Each derived setting (GPU count, layout, /dev/shm, startup budget and probe windows, grace period, PVC size,
 requests, autoscaler cooldown) is computed here from the model and hardware facts, and a stack can override it in
-the spec. Builders only read a ServingPlan; they do no arithmetic of their own.
+the spec. The node shape a model's pods land on comes from runtime/nodes.py; here a pod no node of it can take is
+refused, and the rollout strategy is derived from the room the pool has at max scale (docs/placement.md). Builders
+only read a ServingPlan; they do no arithmetic of their own.
 """
 
 from __future__ import annotations
