@@ -194,7 +194,9 @@ def lifecycle(pre_stop_sleep_seconds: int) -> dict[str, Any]:
 def resources(plan: ServingPlan) -> dict[str, Any]:
     """GPUs: requests = limits = GPUs per pod. CPU/memory requests from the plan; limits only where the spec sets
     them (a CPU limit throttles vLLM's scheduler loop; a memory limit must cover /dev/shm, which the plan checks)."""
-    gpus = plan.layout.gpus_per_pod
+    # A quantity's canonical form is a string: the LWS webhook rewrites an integer 8 to "8", and Pulumi would then
+    # see a change on every `up` (found by the simulated cluster).
+    gpus = str(plan.layout.gpus_per_pod)
     requests: dict[str, Any] = {
         "cpu": plan.cpu_request,
         "memory": f"{plan.memory_request_gib}Gi",

@@ -129,16 +129,16 @@ def test_no_prestop_when_the_spec_sets_zero() -> None:
 
 
 @pytest.mark.parametrize(("case", "model", "limits"), [
-    ("no-limits-by-default", {}, {"nvidia.com/gpu": 1}),
+    ("no-limits-by-default", {}, {"nvidia.com/gpu": "1"}),
     ("limits-only-when-set", {"resources": {"cpu_limit": "12", "memory_limit_gib": 64}},
-     {"nvidia.com/gpu": 1, "cpu": "12", "memory": "64Gi"}),
+     {"nvidia.com/gpu": "1", "cpu": "12", "memory": "64Gi"}),
 ])
 def test_resources(case: str, model: dict[str, Any], limits: dict[str, Any]) -> None:
     serving_plan = plan(model)
     resources = container(serving.build_workload(serving_plan))["resources"]
     assert resources["limits"] == limits, case
     assert resources["requests"] == {"cpu": serving_plan.cpu_request, "memory": f"{serving_plan.memory_request_gib}Gi",
-                                     "nvidia.com/gpu": 1}
+                                     "nvidia.com/gpu": "1"}
 
 
 def test_shm_gpu_selector_toleration_and_read_only_models() -> None:
@@ -154,7 +154,7 @@ def test_shm_gpu_selector_toleration_and_read_only_models() -> None:
     mounts = {m["name"]: m for m in container(workload)["volumeMounts"]}
     assert mounts["models"] == {"name": "models", "mountPath": "/models", "readOnly": True}
     assert mounts["shm"]["mountPath"] == "/dev/shm"
-    assert container(workload)["resources"]["requests"]["nvidia.com/gpu"] == 4
+    assert container(workload)["resources"]["requests"]["nvidia.com/gpu"] == "4"
     assert "--tensor-parallel-size=4" in container(workload)["args"]
 
 
@@ -227,7 +227,7 @@ def test_lws_workers_join_the_leader_and_keep_gpus_through_the_drain() -> None:
     assert worker["command"][:2] == ["bash", "-c"]
     assert 'exec ray start --address="${LWS_LEADER_ADDRESS}:6379" --block' in worker["command"][2]
     assert worker["command"][2].index("ray health-check") < worker["command"][2].index("exec ray start")
-    assert worker["resources"]["limits"]["nvidia.com/gpu"] == 8
+    assert worker["resources"]["limits"]["nvidia.com/gpu"] == "8"
     assert worker_pod["terminationGracePeriodSeconds"] == serving_plan.termination_grace_period_seconds
     assert {v["name"] for v in worker_pod["volumes"]} >= {"shm", "models"}
     sleep = worker["lifecycle"]["preStop"]["sleep"]["seconds"]
