@@ -10,7 +10,7 @@ from vllm_pulumi.runtime.derive import MIN_COOLDOWN_SECONDS
 
 from .registry import Setting, Violation, rule
 from .rules_workload import container_port, server_has_api_key, vllm_port
-from .workload import PodTemplate, Resource, as_int, mapping, sequence, strings
+from .workload import LWS_NAME_LABEL, PodTemplate, Resource, as_int, mapping, sequence, strings
 
 _RESOURCE_METRICS = frozenset({"cpu", "memory"})
 _EXPOSED_TYPES = frozenset({"LoadBalancer", "NodePort"})
@@ -353,6 +353,97 @@ def pdb_allows_eviction(resources: Sequence[Resource], settings: Mapping[str, An
             if blocked:
                 yield Violation(f"PodDisruptionBudget {budget.name} over {workload.describe()}: {blocked} allows no "
                                 "eviction, so node drains hang", "use maxUnavailable: 1", resource=budget)
+
+
+# Pods whose controller has no scale subresource (Job, CronJob via its Jobs, DaemonSet), or no controller at all.
+_UNSCALABLE_KINDS = ("Job", "CronJob", "DaemonSet", "Pod")
+
+
+def _budget_needs_scales(budget: Resource) -> str:
+    """The setting that makes the disruption controller look up each selected pod's controller scale (maxUnavailable,
+    or a percentage minAvailable); empty for an integer minAvailable, which counts pods instead."""
+    unavailable, available = budget.spec.get("maxUnavailable"), budget.spec.get("minAvailable")
+    if unavailable is not None:
+        return f"maxUnavailable {unavailable if as_int(unavailable) is None else as_int(unavailable)}"
+    if isinstance(available, str):
+        return f"minAvailable {available}"
+    return ""
+
+
+def _budgets_selecting(resources: Sequence[Resource], namespace: str, labels: Mapping[str, str]) -> list[Resource]:
+    """Budgets in ``namespace`` whose selector matches ``labels`` (a missing selector selects nothing)."""
+    return [b for b in _monitor_index(resources, "PodDisruptionBudget").candidates(labels)
+            if b.namespace == namespace and isinstance(b.spec.get("selector"), dict)
+            and match_selector(mapping(b.spec.get("selector")), labels)]
+
+
+def _serving_selector_hint(workload: Resource, other_labels: Mapping[str, str]) -> str:
+    """A selector for the serving pods alone: the set's name for an LWS, else the workload's own selector unless it
+    matches the other pods too."""
+    if workload.is_lws:
+        return f"{LWS_NAME_LABEL}: {workload.name} (every pod of the set)"
+    selector = mapping(workload.spec.get("selector")) if workload.kind != "Pod" else {}
+    if selector and not match_selector(selector, other_labels):
+        written = ", ".join(f"{k}: {v}" for k, v in mapping(selector.get("matchLabels")).items())
+        return f"{workload.kind} {workload.name}'s own selector ({written})"
+    return "a label only the serving pods carry, such as app.kubernetes.io/component: server"
+
+
+@rule(
+    "pdb-selects-scalable-pods", group="Rollout", enforcement="mandatory", severity="high", scope="stack",
+    kinds=("PodDisruptionBudget", "Deployment", "StatefulSet", "LeaderWorkerSet", *_UNSCALABLE_KINDS),
+    description="A PodDisruptionBudget with maxUnavailable or a percentage minAvailable that covers vLLM pods selects "
+                "no pod of a Job, a CronJob, a DaemonSet or a bare Pod in its namespace.",
+    why="With maxUnavailable or a percentage minAvailable the disruption controller sizes the budget from the scale "
+        "of every selected pod's controller. A Job (a model download keeps its Succeeded pod) or a DaemonSet has no "
+        "scale, so the budget is never computed, disruptionsAllowed stays 0 and every eviction of the vLLM pods is "
+        "refused: kubectl drain, cluster upgrades and GPU node scale-in hang. A bare Pod has no controller: it is "
+        "left out of the count and the budget's status is wrong. A shared name/instance label pair is the usual "
+        "cause. An integer minAvailable counts pods and needs no scale.",
+    fix="Narrow the budget's selector to the serving pods: the Deployment's own selector (e.g. add "
+        "app.kubernetes.io/component: server), or leaderworkerset.sigs.k8s.io/name for a LeaderWorkerSet.",
+)
+def pdb_selects_scalable_pods(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    if not any(r.kind == "PodDisruptionBudget" for r in resources):
+        return
+    # Budgets that need scales, each with the first vLLM workload it covers.
+    covering: dict[int, Resource] = {}
+    for workload in resources:
+        if workload.is_vllm:
+            for template in workload.templates:
+                for budget in _budgets_selecting(resources, workload.namespace, workload.pod_labels(template)):
+                    if _budget_needs_scales(budget):
+                        covering.setdefault(id(budget), workload)
+    if not covering:
+        return
+    for other in resources:
+        if other.kind not in _UNSCALABLE_KINDS:
+            continue
+        reported: set[int] = set()
+        for template in other.templates:
+            labels = other.pod_labels(template)
+            for budget in _budgets_selecting(resources, other.namespace, labels):
+                served = covering.get(id(budget))
+                if served is None or id(budget) in reported:
+                    continue
+                reported.add(id(budget))
+                if other.kind == "Pod":
+                    what = "selects a bare Pod" if other is served else f"also selects the bare {other.describe()}"
+                    effect = ("a bare Pod has no controller, so the disruption controller leaves it out of the count "
+                              "and the budget's status is wrong (use an integer minAvailable for bare Pods)")
+                else:
+                    what = f"also selects the pods of {other.describe()}"
+                    owner = "the Jobs of a CronJob have" if other.kind == "CronJob" else f"a {other.kind} has"
+                    effect = (f"{owner} no scale, so the disruption controller cannot size the budget: "
+                              "disruptionsAllowed stays 0 and every eviction of the vLLM pods is refused (node "
+                              "drains, cluster upgrades and GPU node scale-in hang)")
+                yield Violation(
+                    f"PodDisruptionBudget {budget.name} ({_budget_needs_scales(budget)}) over the vLLM pods of "
+                    f"{served.describe()} {what}: {effect}",
+                    "run the vLLM pod under a Deployment, or use an integer minAvailable" if other is served else
+                    f"narrow spec.selector to the serving pods: {_serving_selector_hint(served, labels)}",
+                    resource=budget,
+                )
 
 
 def _peer_admits(peer: Mapping[str, Any], namespace: str, own_namespace: str) -> bool:

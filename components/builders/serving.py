@@ -381,6 +381,20 @@ def service_selector(plan: ServingPlan) -> dict[str, str]:
     return selector
 
 
+def pdb_selector(plan: ServingPlan) -> dict[str, str]:
+    """Exactly the serving pods: the Deployment's own selector, or every pod of the LeaderWorkerSet (leaders and
+    workers; LWS labels them all with its name).
+
+    Never the instance's name + instance labels alone: the hydration Job's pod carries those too, and the Job keeps
+    its Succeeded pod. With maxUnavailable the disruption controller needs the scale of every pod's controller; a
+    Job has none, so it never computes the budget, disruptionsAllowed stays 0 and every eviction is refused (drains,
+    cluster upgrades and GPU node scale-in hang). An LWS's pods are owned by StatefulSets, which have a scale.
+    """
+    if plan.multi_node:
+        return {lbl.LWS_NAME: plan.spec.name}
+    return lbl.selector_labels(plan.spec.name, lbl.SERVER)
+
+
 def build_pod_disruption_budget(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
     """maxUnavailable 1 with unhealthy pods always evictable: voluntary evictions take one replica at a time, and
     never block a node drain.
@@ -390,7 +404,7 @@ def build_pod_disruption_budget(plan: ServingPlan, extra_labels: dict[str, str] 
     may be evicted (1 of 1 allowed), so cluster upgrades and GPU node scale-down proceed. A not-ready pod (still
     loading, or broken) is evictable too (unhealthyPodEvictionPolicy AlwaysAllow), where the default policy would
     block the drain until it turned ready. For an LWS the budget covers every pod of the set: evicting a worker
-    restarts its whole group.
+    restarts its whole group. It selects the serving pods and nothing else (``pdb_selector`` says why).
     """
     return {
         "apiVersion": "policy/v1",
@@ -399,7 +413,7 @@ def build_pod_disruption_budget(plan: ServingPlan, extra_labels: dict[str, str] 
         "spec": {
             "maxUnavailable": PDB_MAX_UNAVAILABLE,
             "unhealthyPodEvictionPolicy": "AlwaysAllow",
-            "selector": {"matchLabels": lbl.selector_labels(plan.spec.name)},
+            "selector": {"matchLabels": pdb_selector(plan)},
         },
     }
 

@@ -265,8 +265,39 @@ def test_pod_disruption_budget_never_blocks_a_drain(case: str, model: dict[str, 
     assert pdb["spec"]["maxUnavailable"] == 1, case
     assert "minAvailable" not in pdb["spec"]
     assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
-    assert pdb["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "vllm",
-                                                      "app.kubernetes.io/instance": serving_plan.spec.name}
+
+
+def _pod_labels(workload: dict[str, Any]) -> list[dict[str, str]]:
+    """Labels each of a workload's pods carries, with the one LeaderWorkerSet adds to every pod of the set."""
+    if workload["kind"] != "LeaderWorkerSet":
+        return [workload["spec"]["template"]["metadata"]["labels"]]
+    group = workload["spec"]["leaderWorkerTemplate"]
+    return [{**group[t]["metadata"]["labels"], "leaderworkerset.sigs.k8s.io/name": workload["metadata"]["name"]}
+            for t in ("leaderTemplate", "workerTemplate")]
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+@pytest.mark.parametrize(("case", "base", "selector"), [
+    ("deployment-the-deployments-own-selector", None,
+     {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "llm", "app.kubernetes.io/component": "server"}),
+    ("lws-leaders-and-workers-of-the-set", MULTINODE_MODEL, {"leaderworkerset.sigs.k8s.io/name": "big"}),
+])
+def test_pod_disruption_budget_selects_the_serving_pods_and_not_the_hydration_job(
+        case: str, base: dict[str, Any] | None, selector: dict[str, str]) -> None:
+    """The hydration Job keeps its Succeeded pod; a budget selecting it cannot be sized (a Job has no scale), so the
+    disruption controller allows no eviction at all."""
+    serving_plan = plan({}, base)
+    pdb_selector = serving.build_pod_disruption_budget(serving_plan)["spec"]["selector"]["matchLabels"]
+    assert pdb_selector == selector, case
+    workload = serving.build_workload(serving_plan)
+    if workload["kind"] == "Deployment":
+        assert pdb_selector == workload["spec"]["selector"]["matchLabels"]
+    assert all(_selects(pdb_selector, labels) for labels in _pod_labels(workload)), case
+    job = storage.build_hydration_job(serving_plan)
+    assert not _selects(pdb_selector, job["spec"]["template"]["metadata"]["labels"]), case
 
 
 @pytest.mark.parametrize(("case", "model", "base", "peers"), [

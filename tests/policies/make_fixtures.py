@@ -389,6 +389,45 @@ fx(R, "passes", "max-unavailable-one", "maxUnavailable 1.", base("Deployment") +
 p2 = copy.deepcopy(pdb); p2["spec"]["maxUnavailable"] = 0; p2["spec"]["selector"] = {"matchLabels": {"app": "web"}}
 fx(R, "passes", "other-pods", "A strict budget over other pods.", base("Deployment") + [p2])
 
+R = "pdb-selects-scalable-pods"
+from vllm_pulumi.components.manifests import build_manifests, load_stack  # noqa: E402
+def rendered(stack, *kinds, old_selector=False):
+    """Our own rendered objects; ``old_selector``: the budget as rendered before it selected only the serving pods."""
+    docs = [d for d in build_manifests(load_stack(stack)) if d["kind"] in kinds]
+    if old_selector:
+        budget = next(d for d in docs if d["kind"] == "PodDisruptionBudget")
+        labels = budget["metadata"]["labels"]
+        budget["spec"]["selector"] = {"matchLabels": {k: labels[k] for k in ("app.kubernetes.io/name", "app.kubernetes.io/instance")}}
+    return docs
+fx(R, "fires", "old-rendered-selector", "What we rendered before: the budget over name + instance also selects the model's hydration Job, which keeps its Succeeded pod; the first eviction of the Deployment was refused in a simulated cluster.", rendered("local", "Deployment", "Job", "PodDisruptionBudget", old_selector=True))
+fx(R, "fires", "old-rendered-selector-lws", "The same for a LeaderWorkerSet: name + instance also selects the hydration Job's pod.", rendered("multinode", "LeaderWorkerSet", "Job", "PodDisruptionBudget", old_selector=True))
+fx(R, "passes", "rendered", "What we render now: the Deployment's own selector (component server); the hydration Job's pod is component model-store.", rendered("local", "Deployment", "Job", "PodDisruptionBudget"))
+fx(R, "passes", "rendered-lws", "LeaderWorkerSet: leaderworkerset.sigs.k8s.io/name, which LWS sets on every pod of the set and on nothing else.", rendered("multinode", "LeaderWorkerSet", "Job", "PodDisruptionBudget"))
+shared = {"app": "vllm-llama3-8b"}
+def labelled(docs):
+    job = next(d for d in docs if d["kind"] == "Job"); job["spec"]["template"]["metadata"] = {"labels": dict(shared)}; return docs
+d = labelled(base("Deployment", "Job")) + [copy.deepcopy(pdb)]
+fx(R, "fires", "job-max-unavailable", "maxUnavailable 1 over app: vllm-llama3-8b, which the model-download Job's pod carries too.", d)
+cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "warm-cache", "namespace": "inference"},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": {"metadata": {"labels": dict(shared)}, "spec": {
+            "restartPolicy": "Never", "containers": [{"name": "warm", "image": "curlimages/curl:8.10.1", "args": ["-s", "http://vllm-llama3-8b/health"]}]}}}}}}
+p3 = copy.deepcopy(pdb); del p3["spec"]["maxUnavailable"]; p3["spec"]["minAvailable"] = "50%"
+fx(R, "fires", "cronjob-percent-min-available", "minAvailable 50% (a percentage needs scales too) over pods a CronJob's Jobs also create.", base("Deployment") + [cron, p3])
+ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "model-prefetch", "namespace": "inference"},
+      "spec": {"selector": {"matchLabels": {"app": "vllm-llama3-8b", "role": "prefetch"}}, "template": {"metadata": {"labels": {**shared, "role": "prefetch"}}, "spec": {
+          "containers": [{"name": "prefetch", "image": "busybox:1.37.0", "command": ["sleep", "infinity"]}]}}}}
+fx(R, "fires", "daemonset", "A DaemonSet's pods share the label: a DaemonSet has no scale.", base("Deployment") + [ds, copy.deepcopy(pdb)])
+bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "debug", "namespace": "inference", "labels": dict(shared)},
+        "spec": {"containers": [{"name": "debug", "image": "busybox:1.37.0", "command": ["sleep", "3600"]}]}}
+fx(R, "fires", "bare-pod", "A bare debug Pod with the serving label: it has no controller, so the budget's count is wrong.", base("Deployment") + [bare, copy.deepcopy(pdb)])
+p4 = copy.deepcopy(pdb); del p4["spec"]["maxUnavailable"]; p4["spec"]["minAvailable"] = 1
+d = labelled(base("Deployment", "Job")) + [p4]; dep(d)["spec"]["replicas"] = 2
+fx(R, "passes", "integer-min-available", "An integer minAvailable counts the selected pods and needs no scale: the Job's pod does no harm.", d)
+fx(R, "passes", "job-not-selected", "The model-download Job's pod lacks the budget's label.", base("Deployment", "Job") + [copy.deepcopy(pdb)])
+p5 = copy.deepcopy(pdb); p5["spec"]["selector"] = {"matchLabels": {"app": "batch"}}
+job = copy.deepcopy(next(d for d in ref1 if d["kind"] == "Job")); job["spec"]["template"]["metadata"] = {"labels": {"app": "batch"}}
+fx(R, "passes", "no-vllm-pods", "A budget over batch Jobs only selects no vLLM pod: not this pack's business.", base("Deployment") + [job, p5])
+
 d = base("Deployment"); vllm(d)["image"] = "registry.example.com/team/vllm-server:0.4.1"
 fx("vllm-image-version", "passes", "own-image-tag", "An in-house image whose tag is its own release number, not vLLM's.", d)
 
