@@ -346,6 +346,10 @@ def rollout_no_unavailable(res: Resource, settings: Mapping[str, Any]) -> Iterat
         rolling = mapping(mapping(res.spec.get("rolloutStrategy")).get("rollingUpdateConfiguration"))
         path = "spec.rolloutStrategy.rollingUpdateConfiguration"
         unavailable, surge = rolling.get("maxUnavailable", 1), rolling.get("maxSurge", 0)
+    groups = as_int(res.spec.get("replicas")) if res.kind == "LeaderWorkerSet" else None
+    if groups is not None and groups <= max(1, as_int(surge) or 0):
+        yield from _few_groups_rollout(path, unavailable, surge, groups)
+        return
     room = rollout_room(res, settings)
     if room is not None and not room.has_room:
         yield from _rollout_without_room(path, unavailable, surge, room)
@@ -358,6 +362,18 @@ def rollout_no_unavailable(res: Resource, settings: Mapping[str, Any]) -> Iterat
     elif not _positive(surge):
         yield Violation(f"{path}.maxSurge is {surge!r}: with maxUnavailable 0 the rollout cannot make progress",
                         f"set {path}.maxSurge: 1")
+
+
+def _few_groups_rollout(path: str, unavailable: object, surge: object, groups: int) -> Iterator[Violation]:
+    """LeaderWorkerSet (0.8) starts a surge group only while more groups than maxSurge are out of date: with
+    replicas <= maxSurge (a single group, typically) a surging rollout never starts, whatever the pool's room, and
+    replacing the group (maxUnavailable 1) is the only form that progresses."""
+    if _is_zero(unavailable):
+        yield Violation(
+            f"{path}: maxSurge {surge!r} and maxUnavailable 0 with {groups} group(s): LeaderWorkerSet surges only while "
+            "more groups than maxSurge are out of date, so this rollout never starts",
+            f"set {path}.maxSurge: 0 and maxUnavailable: 1 (the group is replaced, an outage of one start), or run "
+            f"more than {max(1, as_int(surge) or 0)} replicas on a pool with room for one more group")
 
 
 def _rollout_without_room(path: str, unavailable: object, surge: object, room: RolloutRoom) -> Iterator[Violation]:

@@ -79,6 +79,9 @@ class RolloutPlan:
         return self.max_surge > 0
 
 
+# Groups a LeaderWorkerSet rollout may add (its maxSurge when it surges); LWS surges only above this many replicas.
+LWS_SURGE_GROUPS = 1
+
 # What a plan carries until plan_deployment has looked at the whole pool.
 _UNDECIDED = RolloutPlan(1, 0, "not decided yet", 0, 0)
 
@@ -418,6 +421,10 @@ def _by_pool(plans: list[ServingPlan]) -> dict[str, list[ServingPlan]]:
     return pools
 
 
+def _min_setting(plan: ServingPlan, index: int) -> str:
+    return f"models[{index}].{'autoscaling.min_replicas' if plan.spec.autoscaling else 'replicas'}"
+
+
 def _max_setting(plan: ServingPlan, index: int) -> str:
     return f"models[{index}].{'autoscaling.max_replicas' if plan.spec.autoscaling else 'replicas'}"
 
@@ -483,7 +490,21 @@ def _pool_plans(spec: DeploymentSpec, shape: NodeShape, on_pool: list[ServingPla
                 f"{name}: the others would stay Pending; raise {shape.count_setting} to {needed_all}, or lower "
                 f"{max_setting} to {replicas_held}"
             )
-        if replicas_held >= max_replicas and spare >= 1:
+        # LeaderWorkerSet 0.8 starts a surge group only while more groups than maxSurge are out of date
+        # (rollingUpdateParameters: a new rollout counts every group unready, and releases the burst when that count
+        # is <= maxSurge): with one group it never surges, and with maxUnavailable 0 its partition never moves.
+        single_group_lws = plan.multi_node and plan.min_replicas <= LWS_SURGE_GROUPS
+        if single_group_lws:
+            rollout = RolloutPlan(0, 1, (
+                f"replace the group (maxSurge 0, maxUnavailable 1): {name} can run a single LeaderWorkerSet group "
+                f"({_min_setting(plan, index)} {plan.min_replicas}), and LeaderWorkerSet surges only while more "
+                "groups than maxSurge are out of date, so a surging rollout of one group would never start"),
+                max_replicas, capacity)
+            warnings.append(
+                f"{rollout.reason}; every rollout at one group stops it before the new one is ready, an outage of "
+                f"about {plan.startup_budget_seconds} s (the startup budget); run at least 2 replicas, on a pool with "
+                "room for a third group, to roll without one")
+        elif replicas_held >= max_replicas and spare >= 1:
             packing.place(plan.pod_resources, size)
             placed.append((plan.pod_resources, size))
             rollout = RolloutPlan(1, 0, (

@@ -66,8 +66,10 @@ def _nodes(instance_type: str, count: int) -> dict[str, Any]:
      _nodes("g6.2xlarge", 3), {"maxSurge": 1, "maxUnavailable": 0}),
     ("deployment-at-full-scale-replaces-one", {"autoscaling": {"min_replicas": 1, "max_replicas": 3}}, None,
      _nodes("g6.2xlarge", 3), {"maxSurge": 0, "maxUnavailable": 1}),
-    ("lws-with-room-for-a-second-group-surges", {}, MULTINODE_MODEL, _nodes("p5.48xlarge", 4),
+    ("lws-of-two-groups-with-room-for-a-third-surges", {"replicas": 2}, MULTINODE_MODEL, _nodes("p5.48xlarge", 6),
      {"maxSurge": 1, "maxUnavailable": 0}),
+    ("lws-of-one-group-is-replaced-even-with-room", {}, MULTINODE_MODEL, _nodes("p5.48xlarge", 4),
+     {"maxSurge": 0, "maxUnavailable": 1}),
     ("lws-with-one-group-of-nodes-replaces-it", {}, MULTINODE_MODEL, _nodes("p5.48xlarge", 2),
      {"maxSurge": 0, "maxUnavailable": 1}),
 ])
@@ -85,7 +87,9 @@ def test_rollout_strategy_comes_from_the_plan(case: str, model: dict[str, Any], 
     notes = workload["metadata"]["annotations"]
     assert notes[ann.POOL_MAX_NODES] == str(nodes["nodes"][0]["count"])
     assert notes[ann.MAX_REPLICAS] == str(serving_plan.max_replicas)
-    assert (int(notes[ann.REPLICA_CAPACITY]) > serving_plan.max_replicas) == (rolling["maxSurge"] == 1)
+    single_group = serving_plan.multi_node and serving_plan.min_replicas == 1  # replaced whatever the room
+    assert (int(notes[ann.REPLICA_CAPACITY]) > serving_plan.max_replicas and not single_group) == \
+        (rolling["maxSurge"] == 1)
     # Pool facts stay off the pod template: a pool resize must not restart every pod.
     templates = [workload["spec"]["template"]] if "template" in workload["spec"] else [
         workload["spec"]["leaderWorkerTemplate"][key] for key in ("leaderTemplate", "workerTemplate")]

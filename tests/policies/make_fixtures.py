@@ -93,7 +93,7 @@ fx(R, "fires", "lws-default", "LeaderWorkerSet default: maxUnavailable 1, maxSur
 fx(R, "passes", "reference", "maxUnavailable 0, maxSurge 1.", base("Deployment"))
 d = base("Deployment"); dep(d)["spec"]["strategy"]["rollingUpdate"]["maxSurge"] = "100%"
 fx(R, "passes", "percent-surge", "maxSurge 100% (production-stack's choice).", d)
-fx(R, "passes", "lws-reference", "LWS with maxUnavailable 0, maxSurge 1.", base("LeaderWorkerSet", multi=True))
+fx(R, "passes", "lws-reference", "LWS of 2 groups with maxUnavailable 0, maxSurge 1.", base("LeaderWorkerSet", multi=True))
 def pool(docs, **facts):
     for key, value in facts.items(): ann(docs, f"vllm-pulumi.dev/{key.replace('_', '-')}", str(value))
 def lws_pool(docs, **facts):
@@ -103,16 +103,20 @@ d = base("Deployment"); pool(d, max_replicas=8, replica_capacity=8)
 fx(R, "fires", "surge-at-no-headroom", "maxSurge 1 while the pool holds exactly the 8 replicas of max scale: the surge pod is never placed, the rollout deadlocks.", d)
 d = base("Deployment"); replace_one(dep(d)["spec"]["strategy"]["rollingUpdate"]); pool(d, max_replicas=8, replica_capacity=9)
 fx(R, "fires", "unavailable-with-headroom", "maxUnavailable 1 although the pool has room for a 9th replica: surge instead.", d)
-d = base("LeaderWorkerSet", multi=True); lws_pool(d, pool_max_nodes=2, node_gpus=8, max_replicas=1)
-fx(R, "fires", "lws-surge-at-no-headroom-from-node-facts", "A group of 2 whole-node pods on a pool of 2 nodes: no room for a surge group.", d)
+d = base("LeaderWorkerSet", multi=True); lws_pool(d, pool_max_nodes=4, node_gpus=8, max_replicas=2)
+fx(R, "fires", "lws-surge-at-no-headroom-from-node-facts", "Two groups of 2 whole-node pods on a pool of 4 nodes: no room for a surge group.", d)
+d = base("LeaderWorkerSet", multi=True); lws(d)["spec"]["replicas"] = 1
+fx(R, "fires", "lws-single-group-surge", "One group with maxSurge 1, maxUnavailable 0: LeaderWorkerSet 0.8 surges only while more groups than maxSurge are out of date, so the rollout never starts.", d)
+d = base("LeaderWorkerSet", multi=True); lws(d)["spec"]["replicas"] = 1; replace_one(lws(d)["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]); lws_pool(d, pool_max_nodes=4, node_gpus=8, max_replicas=1)
+fx(R, "passes", "lws-single-group-replaced", "One group, replaced (maxSurge 0, maxUnavailable 1) even with room for a second: the only rollout of one group that progresses.", d)
 d = base("Deployment"); replace_one(dep(d)["spec"]["strategy"]["rollingUpdate"]); pool(d, max_replicas=8, replica_capacity=8)
 fx(R, "passes", "replace-one-at-no-headroom", "No room for a surge replica at max scale: maxSurge 0, maxUnavailable 1 replaces one at a time.", d)
 d = base("Deployment"); pool(d, max_replicas=8, replica_capacity=9)
 fx(R, "passes", "surge-with-headroom", "maxSurge 1 with room for a 9th replica at max scale.", d)
-d = base("LeaderWorkerSet", multi=True); replace_one(lws(d)["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]); lws_pool(d, pool_max_nodes=2, node_gpus=8, max_replicas=1)
-fx(R, "passes", "lws-replace-one-at-no-headroom-from-node-facts", "One group filling its 2-node pool, replaced one group at a time.", d)
-d = base("LeaderWorkerSet", multi=True); lws_pool(d, pool_max_nodes=4, node_gpus=8, max_replicas=1)
-fx(R, "passes", "lws-surge-with-headroom-from-node-facts", "One group of 2 whole-node pods on a pool of 4 nodes: room for a surge group.", d)
+d = base("LeaderWorkerSet", multi=True); replace_one(lws(d)["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]); lws_pool(d, pool_max_nodes=4, node_gpus=8, max_replicas=2)
+fx(R, "passes", "lws-replace-one-at-no-headroom-from-node-facts", "Two groups filling their 4-node pool, replaced one group at a time.", d)
+d = base("LeaderWorkerSet", multi=True); lws_pool(d, pool_max_nodes=6, node_gpus=8, max_replicas=2)
+fx(R, "passes", "lws-surge-with-headroom-from-node-facts", "Two groups of 2 whole-node pods on a pool of 6 nodes: room for a surge group.", d)
 
 R = "dev-shm-memory"
 d = base("Deployment"); setarg(d, "--tensor-parallel-size", 2); vllm(d)["resources"]["limits"]["nvidia.com/gpu"] = 2

@@ -20,10 +20,12 @@ RULE = "rollout-no-unavailable"
 REFERENCE = Path(__file__).parent / "fixtures" / "reference" / "single-node.yaml"
 
 
-def _stack(name: str, max_size: int | None = None) -> dict[str, Any]:
+def _stack(name: str, max_size: int | None = None, replicas: int | None = None) -> dict[str, Any]:
     raw: dict[str, Any] = copy.deepcopy(read_stack_config(name))
     if max_size is not None:
         raw["cluster"]["node_pools"][0]["max_size"] = max_size
+    if replicas is not None:
+        raw["models"][0]["replicas"] = replicas
     return raw
 
 
@@ -56,15 +58,21 @@ def _with_rolling(workload: dict[str, Any], rolling: dict[str, int]) -> dict[str
     return flipped
 
 
-@pytest.mark.parametrize(("case", "raw", "surges"), [
-    ("prod with a spare node", _stack("prod"), [True]),
-    ("prod at max_size 8", _stack("prod", max_size=8), [False]),
-    ("multinode with room for a second group", _stack("multinode"), [True]),
-    ("multinode with one group of nodes", _stack("multinode", max_size=2), [False]),
-    ("two models sharing four nodes at two replicas each", _two_models_on_four_nodes(), [False, False]),
+UNAVAILABLE = "replicas stop before their replacements serve"
+DEADLOCK = "the rollout deadlocks"
+NEVER_STARTS = "this rollout never starts"
+
+
+@pytest.mark.parametrize(("case", "raw", "surges", "other_form"), [
+    ("prod with a spare node", _stack("prod"), [True], UNAVAILABLE),
+    ("prod at max_size 8", _stack("prod", max_size=8), [False], DEADLOCK),
+    ("multinode: a single group is replaced, room or not", _stack("multinode"), [False], NEVER_STARTS),
+    ("multinode at 2 groups with room for a third", _stack("multinode", max_size=6, replicas=2), [True], UNAVAILABLE),
+    ("multinode at 2 groups filling the pool", _stack("multinode", max_size=4, replicas=2), [False], DEADLOCK),
+    ("two models sharing four nodes at two replicas each", _two_models_on_four_nodes(), [False, False], DEADLOCK),
 ])
 def test_the_planners_strategy_passes_and_the_other_form_fires(case: str, raw: dict[str, Any],
-                                                                surges: list[bool]) -> None:
+                                                                surges: list[bool], other_form: str) -> None:
     workloads = _workloads(raw)
     assert [_rolling(w)["maxSurge"] == 1 for w in workloads] == surges, case
     assert not evaluate_objects(workloads, only=[RULE]), case
@@ -72,8 +80,7 @@ def test_the_planners_strategy_passes_and_the_other_form_fires(case: str, raw: d
         other = {"maxSurge": 0, "maxUnavailable": 1} if surge else {"maxSurge": 1, "maxUnavailable": 0}
         findings = evaluate_objects([_with_rolling(workload, other)], only=[RULE])
         assert findings, (case, other)
-        expected = "replicas stop before their replacements serve" if surge else "the rollout deadlocks"
-        assert all(expected in f.message for f in findings), (case, [f.message for f in findings])
+        assert all(other_form in f.message for f in findings), (case, [f.message for f in findings])
 
 
 @pytest.mark.parametrize(("case", "settings", "rolling", "fires"), [

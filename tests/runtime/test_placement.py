@@ -120,7 +120,8 @@ def test_pp7_on_the_local_stacks_one_gpu_nodes_is_a_group_of_seven_pods_and_warn
     assert any(w.startswith("pipeline parallelism over 7 stages of rtx-4090 GPUs in 7 pods on separate nodes")
                for w in plan.warnings), plan.warnings
     assert not any(w.startswith("tensor parallelism") for w in plan.warnings)
-    assert (plan.rollout.max_surge, plan.rollout.max_unavailable) == (1, 0)
+    # One group: LeaderWorkerSet would never start a surge group, so the group is replaced (and the plan says so).
+    assert (plan.rollout.max_surge, plan.rollout.max_unavailable) == (0, 1)
 
 
 def test_pp7_on_the_local_stacks_four_nodes_is_refused_with_the_reason() -> None:
@@ -168,11 +169,18 @@ def autoscaled(name: str, max_replicas: int) -> dict[str, Any]:
     ("prod: a spare node for the surge", stack("prod"), [(1, 0)], [9], []),
     ("prod at max_size 8: no room, replace one at a time", stack("prod", cluster__node_pools__0__max_size=8),
      [(0, 1)], [8], ["raise cluster.node_pools[0].max_size to 9 to restore surge"]),
-    ("multinode: room for a second group", stack("multinode"), [(1, 0)], [2], []),
-    ("multinode at max_size 2: one group, no room, an outage per rollout",
-     stack("multinode", cluster__node_pools__0__max_size=2), [(0, 1)], [1],
-     ["raise cluster.node_pools[0].max_size to 4 to restore surge",
-      "llama-3-1-405b runs a single replica and its pool has no room for a second: every rollout stops it"]),
+    ("multinode: a single group is replaced even with room for a second (LWS surges only above maxSurge groups)",
+     stack("multinode", cluster__node_pools__0__max_size=4), [(0, 1)], [2],
+     ["a surging rollout of one group would never start",
+                                         "run at least 2 replicas, on a pool with room for a third group"]),
+    ("multinode as it stands (max_size 2): one group, replaced",
+     stack("multinode"), [(0, 1)], [1],
+     ["a surging rollout of one group would never start"]),
+    ("multinode at two groups with room for a third: surge",
+     stack("multinode", cluster__node_pools__0__max_size=6, models__0__replicas=2), [(1, 0)], [3], []),
+    ("multinode at two groups filling the pool: replace one group at a time",
+     stack("multinode", cluster__node_pools__0__max_size=4, models__0__replicas=2), [(0, 1)], [2],
+     ["raise cluster.node_pools[0].max_size to 6 to restore surge"]),
     ("edge: four nodes for three replicas", stack("edge"), [(1, 0)], [4], []),
     ("one-gpu pods share an eight-gpu node: 7 + 1 surge fit",
      raw_stack([{"name": "g6", "instance_type": "g6.48xlarge", "count": 1}], models=[
@@ -197,7 +205,8 @@ def test_rollout_surges_only_with_room_for_one_more_replica_at_max_scale(
     plans = plans_of(raw)
     assert [(p.rollout.max_surge, p.rollout.max_unavailable) for p in plans] == rollouts, case
     assert [p.rollout.replica_capacity for p in plans] == capacities, case
-    rollout_warnings = [w for p in plans for w in p.warnings if "replace one replica" in w or "single replica" in w]
+    rollout_warnings = [w for p in plans for w in p.warnings
+                        if "replace one replica" in w or "single replica" in w or "replace the group" in w]
     for expected in warns:
         assert any(expected in w for w in rollout_warnings), (case, expected, rollout_warnings)
     if not warns:
