@@ -10,7 +10,6 @@ nothing is skipped.
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from .toolchain import CACHE, REPO
+
 # The newest Kubernetes minor kubernetes-validate 1.37 bundles that the EKS and kind clusters we target run (1.34).
 KUBERNETES_VERSION = "1.34"
-REPO = Path(__file__).resolve().parent.parent
-CACHE = Path(os.environ.get("VLLM_PULUMI_CACHE", Path.home() / ".cache" / "vllm-pulumi"))
 MODULE_CRD_DIR = CACHE / "crds"
 """CRDs copied from the pinned Go modules by scripts/toolchain.sh (authoritative)."""
 SHARED_CRD_DIR = REPO.parent / "shared" / "crds"

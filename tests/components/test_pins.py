@@ -4,22 +4,11 @@ controllers are built and the upstream CRDs are read."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from vllm_pulumi.components.builders.addons import KEDA_CHART, LWS_CHART
 
-VERSIONS_FILE = Path(__file__).resolve().parents[2] / "scripts" / "toolchain.versions"
-
-
-def _pins() -> dict[str, str]:
-    pins = {}
-    for line in VERSIONS_FILE.read_text().splitlines():
-        if "=" in line and not line.lstrip().startswith("#"):
-            key, _, value = line.partition("=")
-            pins[key.strip()] = value.strip()
-    return pins
+from ..toolchain import VERSIONS_FILE, pinned_versions
 
 
 @pytest.mark.parametrize(("chart_version", "pin"), [
@@ -27,4 +16,4 @@ def _pins() -> dict[str, str]:
     pytest.param(KEDA_CHART.version, "KEDA_VERSION", id="keda-chart-is-the-keda-of-the-validated-crds"),
 ])
 def test_chart_pins_match_what_the_tests_run(chart_version: str, pin: str) -> None:
-    assert chart_version == _pins()[pin], f"{pin} in {VERSIONS_FILE.name} differs from the chart the stacks install"
+    assert chart_version == pinned_versions()[pin], f"{pin} in {VERSIONS_FILE.name} differs from the chart the stacks install"

@@ -11,7 +11,9 @@ collector stay on, for the simulated cluster (tests/e2e/cluster.py) whose contro
 
 from __future__ import annotations
 
+import ctypes
 import json
+import signal
 import socket
 import ssl
 import subprocess
@@ -35,6 +37,12 @@ def _decode(body: bytes) -> Any:
         return json.loads(body or b"null")
     except json.JSONDecodeError:
         return body.decode(errors="replace")
+
+
+def die_with_parent() -> None:
+    """``preexec_fn`` of every server a test starts: the kernel sends it SIGTERM when the test process dies, so a
+    killed pytest (a CI timeout, a ^C during start-up) leaves nothing running (prctl PR_SET_PDEATHSIG)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
 
 
 def free_port() -> int:
@@ -83,7 +91,7 @@ class ControlPlane:
         for name in names:
             while True:
                 _, crd = self.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-                conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions", [])}
+                conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
                 if conditions.get("Established") == "True":
                     break
                 assert time.monotonic() < deadline, f"CRD {name} not Established"
@@ -119,7 +127,7 @@ def control_plane(binaries: Path, workdir: Path, *, controllers: bool = False) -
         "--listen-client-urls", f"http://127.0.0.1:{client}", "--advertise-client-urls", f"http://127.0.0.1:{client}",
         "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
         "--initial-cluster", f"e2e=http://127.0.0.1:{peer}", "--unsafe-no-fsync", "--log-level", "warn",
-    ], stdout=logs[0], stderr=subprocess.STDOUT)
+    ], stdout=logs[0], stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     apiserver = subprocess.Popen([
         str(binaries / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{client}",
         f"--cert-dir={workdir / 'certs'}", f"--secure-port={secure}", "--bind-address=127.0.0.1",
@@ -131,7 +139,7 @@ def control_plane(binaries: Path, workdir: Path, *, controllers: bool = False) -
             "--enable-garbage-collector=false",
             "--disable-admission-plugins=ServiceAccount,StorageObjectInUseProtection",
         )),
-    ], stdout=logs[1], stderr=subprocess.STDOUT)
+    ], stdout=logs[1], stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     try:
         url = f"https://127.0.0.1:{secure}"
         ca_file = workdir / "certs" / "apiserver.crt"

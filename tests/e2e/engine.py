@@ -21,9 +21,10 @@ import yaml
 from vllm_pulumi.components.manifests import load_stack, read_stack_config
 from vllm_pulumi.runtime.derive import gpu_for
 
-REPO = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("VLLM_PULUMI_CACHE", Path.home() / ".cache" / "vllm-pulumi"))
-TOOLS = CACHE / "tools" / "bin"
+from ..toolchain import BINARIES, REPO
+from .control_plane import die_with_parent
+
+TOOLS = BINARIES
 ENGINE_TOOLS = ("pulumi", "pulumi-language-python", "pulumi-language-python-exec", "pulumi-resource-kubernetes")
 COPIED = ("Pulumi.yaml", "__main__.py", "pyproject.toml", "components", "runtime", "policies", "src", "stacks")
 
@@ -67,7 +68,7 @@ def run_pulumi(project: Path, *args: str, env: dict[str, str] | None = None,
     environment.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
     environment.update(env or {})
     return subprocess.run(["pulumi", *args], cwd=project, env=environment, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+                          timeout=timeout, check=False, preexec_fn=die_with_parent)
 
 
 def output_of(result: subprocess.CompletedProcess[str]) -> str:
