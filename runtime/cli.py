@@ -131,9 +131,11 @@ def _placement_table(report: dict[str, object]) -> str:
     pod: dict[str, Any] = report["pod_requests"]  # type: ignore[assignment]
     rollout: dict[str, Any] = report["rollout"]  # type: ignore[assignment]
     kind = f"{shape['instance_type']}: " if shape["instance_type"] else ""
+    count = (f"{shape['max_nodes']}" if shape["min_nodes"] == shape["max_nodes"]
+             else f"{shape['min_nodes']}-{shape['max_nodes']}")
     return "\n".join([
         f"  node shape                 {'stated' if shape['stated'] else 'ASSUMED'}: pool {shape['pool']}, "
-        f"{shape['min_nodes']}-{shape['max_nodes']} node(s) of {kind}{shape['gpus']} x {shape['gpu']}",
+        f"{count} node(s) of {kind}{shape['gpus']} x {shape['gpu']}",
         f"    basis                    {shape['basis']}",
         f"    allocatable per node     {shape['allocatable_cpu_millicores'] / 1000:g} CPU, "
         f"{shape['allocatable_memory_mib'] / 1024:,.1f} GiB memory, {shape['allocatable_ephemeral_storage_gib']} "

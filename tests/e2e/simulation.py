@@ -57,6 +57,15 @@ def simulated_variant(name: str, kubeconfig: Path) -> tuple[dict[str, Any], list
     return raw, shapes
 
 
+def secrets_by_reference(raw: dict[str, Any]) -> None:
+    """Point every model's API key and HF token at a Secret by name (for tests that apply manifests without the
+    program, which would create the Secrets of Pulumi secrets)."""
+    for model in raw["models"]:
+        for holder, key in ((model, "api_key"), (model.get("storage", {}), "hf_token")):
+            if key in holder:
+                holder[key] = {"existing_secret": {"name": key.replace("_", "-"), "key": "value"}}
+
+
 @dataclass
 class Deployed:
     """A stack as the tests deploy it: its spec, plans and objects, and where its pulumi project lives."""

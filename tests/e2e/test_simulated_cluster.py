@@ -33,6 +33,7 @@ from .simulation import (
     lws_groups,
     ready_endpoint_addresses,
     ready_replicas,
+    secrets_by_reference,
     serving_pods,
     simulated_variant,
     timestamp,
@@ -285,10 +286,7 @@ def test_a_surge_rollout_at_full_scale_hangs_without_spare_nodes_and_the_derived
     raw, shapes = simulated_variant("prod", cluster.plane.kubeconfig)
     raw["cluster"]["nodes"][0]["count"] = 2
     raw["models"][0]["autoscaling"].update({"min_replicas": 1, "max_replicas": 2, "fallback_replicas": 1})
-    for model in raw["models"]:  # Secrets referenced by name: nothing here runs the program's Secret objects
-        for holder, key in ((model, "api_key"), (model.get("storage", {}), "hf_token")):
-            if key in holder:
-                holder[key] = {"existing_secret": {"name": key.replace("_", "-"), "key": "value"}}
+    secrets_by_reference(raw)  # nothing here runs the program's Secret objects
     spec = parse_deployment(raw)
     plan = plan_deployment(spec)[0]
     assert (plan.rollout.max_surge, plan.rollout.max_unavailable) == (0, 1), plan.rollout
@@ -332,10 +330,7 @@ def test_a_single_group_leader_worker_set_never_surges_and_the_replaced_form_com
     maxUnavailable 1) completes the same rollout."""
     raw, _ = simulated_variant("multinode", cluster.plane.kubeconfig)
     raw["cluster"]["nodes"][0]["count"] = 4
-    for model in raw["models"]:  # Secrets referenced by name: nothing here runs the program's Secret objects
-        for holder, key in ((model, "api_key"), (model.get("storage", {}), "hf_token")):
-            if key in holder:
-                holder[key] = {"existing_secret": {"name": key.replace("_", "-"), "key": "value"}}
+    secrets_by_reference(raw)  # nothing here runs the program's Secret objects
     spec = parse_deployment(raw)
     plan = plan_deployment(spec)[0]
     assert (plan.rollout.max_surge, plan.rollout.max_unavailable) == (0, 1), plan.rollout
