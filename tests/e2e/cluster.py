@@ -26,7 +26,7 @@ import ssl
 import subprocess
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -365,7 +365,7 @@ def kwok_stages(pod_ready_delay_milliseconds: int) -> list[dict[str, Any]]:
 # ---- the whole cluster ----------------------------------------------------------------------------------------------
 @contextmanager
 def simulated_cluster(workdir: Path, *, pod_ready_delay_milliseconds: int = 500,
-                      crd_files: list[Path] = ()) -> Iterator[SimulatedCluster]:  # type: ignore[assignment]
+                      crd_files: Sequence[Path] = ()) -> Iterator[SimulatedCluster]:
     """Start the control plane, the controllers and KWOK; stop every process afterwards, also on failure."""
     if not network_is_isolated():
         raise AssertionError(

@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 
-from vllm_pulumi.components.builders.serving import GPU_RESOURCE
 from vllm_pulumi.components.manifests import build_manifests
 from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.nodes import node_shapes
+from vllm_pulumi.runtime.nodes import GPU_RESOURCE, node_shapes
 from vllm_pulumi.runtime.spec import parse_deployment
 
 from ..schema import crd_files
