@@ -712,54 +712,41 @@ build_kube_binary() {
     done_ "$name" "$v" "$key"
 }
 
-# ---- 5. etcd ---------------------------------------------------------------------------------
+# ---- 5-7. etcd, KWOK, the LWS controller: one main package of one module each ----------------------
 
+# build_module_main TOOL VERSION MODULE PACKAGE REPLACE_MODE [LDFLAGS...]: build MODULE's PACKAGE at vVERSION into
+# $BIN/TOOL in a wrapper module that repeats MODULE's replace directives (REPLACE_MODE as in replace_args), stamped
+# "TOOL vVERSION".
+build_module_main() {
+    local tool=$1 v=$2 mod=$3 pkg=$4 mode=$5
+    shift 5
+    local key="$tool v$v"
+    if stamp_ok "$tool" "$key" "$tool"; then say "$tool $v cached"; return; fi
+    begin "$tool" "$v"
+    local gomod
+    gomod=$(go_mod_file "$mod" "v$v")
+    new_wrapper "$tool"
+    mapfile -t reps < <(replace_args "$gomod" "$mode" "v$v")
+    run go mod edit -require="$mod@v$v" "${reps[@]}"
+    run go build -mod=mod -trimpath -ldflags "-s -w $*" -o "$BIN/$tool" "$pkg"
+    run "$BIN/$tool" --version
+    done_ "$tool" "$v" "$key"
+}
+
+# etcd: server/go.mod replaces api/v3, client/pkg/v3, client/v3, pkg/v3 with ../x: use the same release.
 build_etcd() {
-    local v=$ETCD_VERSION key="etcd v$ETCD_VERSION"
-    if stamp_ok etcd "$key" etcd; then say "etcd $v cached"; return; fi
-    begin etcd "$v"
-    local gomod
-    gomod=$(go_mod_file go.etcd.io/etcd/server/v3 "v$v")
-    new_wrapper etcd
-    # server/go.mod replaces api/v3, client/pkg/v3, client/v3, pkg/v3 with ../x: use the same release.
-    mapfile -t reps < <(replace_args "$gomod" pin-local "v$v")
-    run go mod edit -require="go.etcd.io/etcd/server/v3@v$v" "${reps[@]}"
-    run go build -mod=mod -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3
-    run "$BIN/etcd" --version
-    done_ etcd "$v" "$key"
+    build_module_main etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 pin-local
 }
 
-# ---- 6. KWOK (node and pod lifecycle simulator) -------------------------------------------------
-
+# KWOK, the node and pod lifecycle simulator of the simulated cluster.
 build_kwok() {
-    local v=$KWOK_VERSION key="kwok v$KWOK_VERSION"
-    if stamp_ok kwok "$key" kwok; then say "kwok $v cached"; return; fi
-    begin kwok "$v"
-    local gomod
-    gomod=$(go_mod_file sigs.k8s.io/kwok "v$v")
-    new_wrapper kwok
-    mapfile -t reps < <(replace_args "$gomod" drop-local)
-    run go mod edit -require="sigs.k8s.io/kwok@v$v" "${reps[@]}"
-    run go build -mod=mod -trimpath -ldflags "-s -w" -o "$BIN/kwok" sigs.k8s.io/kwok/cmd/kwok
-    run "$BIN/kwok" --version
-    done_ kwok "$v" "$key"
+    build_module_main kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok drop-local
 }
 
-# ---- 7. LeaderWorkerSet controller --------------------------------------------------------------
-
+# The LeaderWorkerSet controller manager (its main package is ./cmd).
 build_lws() {
-    local v=$LWS_VERSION key="lws-controller v$LWS_VERSION"
-    if stamp_ok lws-controller "$key" lws-controller; then say "lws-controller $v cached"; return; fi
-    begin lws-controller "$v"
-    local gomod
-    gomod=$(go_mod_file sigs.k8s.io/lws "v$v")
-    new_wrapper lws-controller
-    mapfile -t reps < <(replace_args "$gomod" drop-local)
-    run go mod edit -require="sigs.k8s.io/lws@v$v" "${reps[@]}"
-    run go build -mod=mod -trimpath -ldflags "-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=v$v" \
-        -o "$BIN/lws-controller" sigs.k8s.io/lws/cmd
-    run "$BIN/lws-controller" --version
-    done_ lws-controller "$v" "$key"
+    build_module_main lws-controller "$LWS_VERSION" sigs.k8s.io/lws sigs.k8s.io/lws/cmd drop-local \
+        "-X sigs.k8s.io/lws/pkg/version.GitVersion=v$LWS_VERSION"
 }
 
 # ---- 8. upstream CRDs, from the same Go modules -------------------------------------------------
