@@ -168,33 +168,28 @@ class SimulatedCluster:
     # ---- nodes and volumes ----------------------------------------------------------------------------------------
     def add_nodes(self, shape: NodeShape, count: int | None = None) -> list[str]:
         """``count`` (default: the pool's maximum) KWOK nodes of one pool, as the cloud and GFD would label them."""
-        names = []
-        for index in range(shape.max_nodes if count is None else count):
-            name = f"{shape.pool}-{index}"
-            self.create("/api/v1/nodes", node_object(shape, name))
-            names.append(name)
-        self.wait(lambda: all(_node_ready(self.find(f"/api/v1/nodes/{name}")) for name in names),
-                  START_TIMEOUT_SECONDS, f"nodes {names} Ready")
-        self.nodes += names
-        return names
+        return self._register([node_object(shape, f"{shape.pool}-{index}")
+                               for index in range(shape.max_nodes if count is None else count)])
 
     def add_system_nodes(self, count: int = 2) -> list[str]:
         """The cluster's own CPU nodes for pods that need no GPU (the hydration Job, add-ons): every cluster has them
         (EKS clusters keep a small managed node group for system pods), though no stack declares them. Untainted, so
         they take exactly the pods that do not tolerate the GPU taint."""
-        names = []
-        for index in range(count):
-            name = f"system-{index}"
-            key, value = KWOK_NODE_ANNOTATION
-            resources = {"cpu": "7910m", "memory": "30000Mi", "ephemeral-storage": "80Gi", "pods": "58"}
-            self.create("/api/v1/nodes", {
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "annotations": {key: value}, "labels": {
-                    "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                    "node.kubernetes.io/instance-type": "m6i.2xlarge"}},
-                "status": {"capacity": {**resources, "cpu": "8", "memory": "32Gi"}, "allocatable": resources},
-            })
-            names.append(name)
+        key, value = KWOK_NODE_ANNOTATION
+        resources = {"cpu": "7910m", "memory": "30000Mi", "ephemeral-storage": "80Gi", "pods": "58"}
+        return self._register([{
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": f"system-{index}", "annotations": {key: value}, "labels": {
+                "kubernetes.io/hostname": f"system-{index}", "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64", "node.kubernetes.io/instance-type": "m6i.2xlarge"}},
+            "status": {"capacity": {**resources, "cpu": "8", "memory": "32Gi"}, "allocatable": resources},
+        } for index in range(count)])
+
+    def _register(self, nodes: list[dict[str, Any]]) -> list[str]:
+        """Create KWOK nodes and wait until KWOK has made every one of them Ready."""
+        names = [node["metadata"]["name"] for node in nodes]
+        for node in nodes:
+            self.create("/api/v1/nodes", node)
         self.wait(lambda: all(_node_ready(self.find(f"/api/v1/nodes/{name}")) for name in names),
                   START_TIMEOUT_SECONDS, f"nodes {names} Ready")
         self.nodes += names

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.manifests import build_manifests
-from vllm_pulumi.runtime.derive import plan_deployment
+from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
 from vllm_pulumi.runtime.nodes import GPU_RESOURCE, node_shapes
 from vllm_pulumi.runtime.spec import parse_deployment
 
@@ -238,31 +238,40 @@ def _apply(cluster: SimulatedCluster, objects: list[dict[str, Any]]) -> None:
         cluster.create(path, obj)
 
 
+def _without_program(cluster: SimulatedCluster, raw: dict[str, Any]) -> tuple[ServingPlan, list[dict[str, Any]],
+                                                                             dict[str, Any]]:
+    """For the tests that show what a check prevents by applying manifests themselves: the model's plan, after its
+    nodes (system nodes included) and volumes are up; the Namespace and claims to apply; and the workload, for the
+    test to change before applying it."""
+    secrets_by_reference(raw)  # nothing here runs the program's Secret objects
+    spec = parse_deployment(raw)
+    plan = plan_deployment(spec)[0]
+    cluster.add_system_nodes()
+    for shape in node_shapes(spec):
+        cluster.add_nodes(shape)
+    manifests = build_manifests(spec)
+    cluster.provide_volumes(manifests)
+    return (plan, [o for o in manifests if o["kind"] in ("Namespace", "PersistentVolumeClaim")],
+            next(o for o in manifests if o["kind"] in ("Deployment", "LeaderWorkerSet")))
+
+
 def test_a_pod_larger_than_its_node_stays_pending_and_the_planner_refuses_it(
     cluster: SimulatedCluster, tmp_path: Path
 ) -> None:
     """Without the placement check a serving pod asking for more memory than one node of its pool has is created and
     stays Pending (the scheduler reports Insufficient memory); with it, the stack is refused before deploying, naming
     the setting, the value and what would fit."""
-    raw, shapes = simulated_variant("edge", cluster.plane.kubeconfig)
-    cluster.add_system_nodes()
-    for shape in shapes:
-        cluster.add_nodes(shape)
-    node_memory_gib = shapes[0].allocatable_memory_mib // 1024
+    raw, _ = simulated_variant("edge", cluster.plane.kubeconfig)
+    plan, base, deployment = _without_program(cluster, raw)
+    node_memory_gib = plan.node_shape.allocatable_memory_mib // 1024
     too_big = copy.deepcopy(raw)
     too_big["models"][0].setdefault("resources", {})["memory_request_gib"] = node_memory_gib + 8
     with pytest.raises(ValueError, match=r"memory_request_gib"):
         parse_deployment(too_big)
 
-    spec = parse_deployment(raw)
-    manifests = build_manifests(spec)
-    cluster.provide_volumes(manifests)
-    objects = [o for o in manifests if o["kind"] in ("Namespace", "PersistentVolumeClaim", "Deployment")]
-    deployment = next(o for o in objects if o["kind"] == "Deployment")
     deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = \
         f"{node_memory_gib + 8}Gi"
-    _apply(cluster, objects)
-    plan = plan_deployment(spec)[0]
+    _apply(cluster, base + [deployment])
     cluster.wait(lambda: any("Insufficient memory" in event for event in cluster.events(plan.namespace)), 60,
                  "FailedScheduling: Insufficient memory", diagnose(cluster, plan.namespace))
     assert [pod["status"].get("phase") for pod in serving_pods(cluster, plan)] == ["Pending"]
@@ -283,21 +292,15 @@ def test_a_surge_rollout_at_full_scale_hangs_without_spare_nodes_and_the_derived
     check, the surge rollout (maxSurge 1, maxUnavailable 0) creates a pod no node can take: it stays Pending
     (Insufficient nvidia.com/gpu) and no old replica is ever replaced. The plan derives maxSurge 0 / maxUnavailable 1
     for this stack instead, and with it the same rollout completes."""
-    raw, shapes = simulated_variant("prod", cluster.plane.kubeconfig)
+    raw, _ = simulated_variant("prod", cluster.plane.kubeconfig)
     raw["cluster"]["nodes"][0]["count"] = 2
     raw["models"][0]["autoscaling"].update({"min_replicas": 1, "max_replicas": 2, "fallback_replicas": 1})
-    secrets_by_reference(raw)  # nothing here runs the program's Secret objects
-    spec = parse_deployment(raw)
-    plan = plan_deployment(spec)[0]
+    plan, base, deployment = _without_program(cluster, raw)
     assert (plan.rollout.max_surge, plan.rollout.max_unavailable) == (0, 1), plan.rollout
-    cluster.add_nodes(shapes[0], count=2)
-    manifests = build_manifests(spec)
-    cluster.provide_volumes(manifests)
-    deployment = next(o for o in manifests if o["kind"] == "Deployment")
     derived_strategy = copy.deepcopy(deployment["spec"]["strategy"])
     deployment["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
     deployment["spec"]["replicas"] = 2
-    _apply(cluster, [o for o in manifests if o["kind"] in ("Namespace", "PersistentVolumeClaim")] + [deployment])
+    _apply(cluster, base + [deployment])
     namespace, name = plan.namespace, plan.spec.name
     path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
     cluster.wait(lambda: _rolled_out(cluster, namespace, name, 2), ROLLOUT_TIMEOUT_SECONDS, "2 replicas Ready",
@@ -330,20 +333,12 @@ def test_a_single_group_leader_worker_set_never_surges_and_the_replaced_form_com
     maxUnavailable 1) completes the same rollout."""
     raw, _ = simulated_variant("multinode", cluster.plane.kubeconfig)
     raw["cluster"]["nodes"][0]["count"] = 4
-    secrets_by_reference(raw)  # nothing here runs the program's Secret objects
-    spec = parse_deployment(raw)
-    plan = plan_deployment(spec)[0]
+    plan, base, lws = _without_program(cluster, raw)
     assert (plan.rollout.max_surge, plan.rollout.max_unavailable) == (0, 1), plan.rollout
-    cluster.add_system_nodes()
-    for shape in node_shapes(spec):
-        cluster.add_nodes(shape)
-    manifests = build_manifests(spec)
-    cluster.provide_volumes(manifests)
-    lws = next(o for o in manifests if o["kind"] == "LeaderWorkerSet")
     rolling = lws["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]
     derived = {"rolloutStrategy": copy.deepcopy(lws["spec"]["rolloutStrategy"])}
     rolling.update(maxSurge=1, maxUnavailable=0)
-    _apply(cluster, [o for o in manifests if o["kind"] in ("Namespace", "PersistentVolumeClaim")] + [lws])
+    _apply(cluster, base + [lws])
     namespace, name = plan.namespace, plan.spec.name
     cluster.wait(lambda: ready_replicas(cluster, plan) == 1, ROLLOUT_TIMEOUT_SECONDS, "the group Ready",
                  diagnose(cluster, namespace))
