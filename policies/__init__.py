@@ -6,5 +6,6 @@
   derives from it (startup budget, KV-cache plan).
 - ``rules_workload`` (one object at a time) and ``rules_stack`` (autoscalers, Services and monitors against the pods).
 - ``engine``: run rules with a config and exemptions; ``loader`` / ``offline`` / ``cli`` / ``check``: the offline
-  checker (``python -m policies.check``); ``pack`` + ``__main__``: the Pulumi CrossGuard pack.
+  checker (the ``vllm-pulumi-check`` command, ``python -m policies.check``); ``report``: its output formats (text,
+  JSON, SARIF, GitHub annotations); ``pack`` + ``__main__``: the Pulumi CrossGuard pack.
 """

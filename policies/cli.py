@@ -1,4 +1,5 @@
-"""The offline checker: ``python -m policies.check PATH... [--format text|json] [--config FILE]``.
+"""The offline checker: ``vllm-pulumi-check PATH... [--format text|json|sarif|github] [--config FILE]`` (also
+``python -m vllm_pulumi.policies.check``, and ``python -m policies.check`` in a checkout).
 
 Exit status: 0 when no mandatory rule fires, 1 when one does, 2 when the input or the config cannot be read.
 """
@@ -7,28 +8,45 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
-from .engine import Config, ConfigError, Finding
+from .engine import Config, ConfigError
 from .loader import InputError
 from .offline import check_paths
+from .registry import all_rules
+from .report import FORMATS, format_github, format_json, format_sarif, format_text
+
+__all__ = ["EXIT_INPUT", "EXIT_MANDATORY", "EXIT_OK", "format_text", "load_config", "main"]
 
 EXIT_OK, EXIT_MANDATORY, EXIT_INPUT = 0, 1, 2
 
 
-def _parser() -> argparse.ArgumentParser:
+MODULE_PROG = "python -m vllm_pulumi.policies.check"
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m policies.check",
+        prog=prog,
         description="Check Kubernetes manifests (files or directories of YAML) against the vllm-pulumi policies.",
+        epilog="Exit status: 0 no mandatory finding, 1 a mandatory finding, 2 input or config unreadable. "
+               "Findings name file and line; for standard input <stdin>, the line in the stream and the document "
+               "(counting the documents that hold something).",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="YAML file, directory (walked recursively), or - for standard input")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+                        help="YAML file, directory (walked recursively), or - for standard input "
+                             "(helm template ... | %(prog)s -)")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text (default), json, sarif (SARIF 2.1.0 for code scanning) or github (GitHub Actions "
+                             "annotations)")
+    parser.add_argument("--skip-non-kubernetes", action="store_true",
+                        help="pass over YAML documents that are not Kubernetes objects (CI configs, Helm values) "
+                             "instead of refusing them; the pre-commit hook sets it, since it is handed every YAML "
+                             "file of a repository")
     parser.add_argument("--jobs", "-j", type=int, metavar="N",
                         help="processes that parse in parallel (default: one per core for many files)")
     parser.add_argument("--config", metavar="FILE",
@@ -55,21 +73,8 @@ def load_config(path: str | None) -> Config:
         raise ConfigError(f"{path}: {error}") from None
 
 
-def format_text(findings: Sequence[Finding]) -> str:
-    lines = []
-    for f in findings:
-        r = f.resource
-        where = f"{r['namespace']}/{r['name']}" if r["namespace"] else r["name"]
-        prefix = f"{f.file}: " if f.file else ""
-        lines.append(f"{prefix}{f.enforcement.upper()} [{f.severity}] {f.policy}: {r['kind']} {where}: {f.message}")
-        lines.append(f"    fix: {f.fix}")
-    mandatory = sum(f.enforcement == "mandatory" for f in findings)
-    lines.append(f"{len(findings)} finding(s), {mandatory} mandatory")
-    return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = MODULE_PROG) -> int:
+    args = _parser(prog).parse_args(argv)
     # A one-shot run builds millions of small acyclic objects (the parsed YAML); the cyclic garbage collector would
     # rescan them again and again for nothing (about a third of the parse time), so it stays off while we run.
     collecting = gc.isenabled()
@@ -84,16 +89,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
-        findings = check_paths(args.paths, config, jobs=args.jobs)
+        findings = check_paths(args.paths, config, jobs=args.jobs, skip_non_kubernetes=args.skip_non_kubernetes)
     except (InputError, ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT
     findings = sorted(findings, key=lambda f: (
-        f.file, f.resource["namespace"], f.resource["kind"], f.resource["name"], f.enforcement != "mandatory",
+        f.file, f.line, f.resource["namespace"], f.resource["kind"], f.resource["name"], f.enforcement != "mandatory",
         f.policy))
     if args.format == "json":
-        json.dump([f.to_dict() for f in findings], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        report = format_json(findings)
+    elif args.format == "sarif":
+        report = format_sarif(findings, all_rules().values())
+    elif args.format == "github":
+        report = format_github(findings)
     else:
-        print(format_text(findings))
+        report = format_text(findings)
+    try:
+        print(report, flush=True)
+    except BrokenPipeError:
+        # A reader that stopped early (`| head`) is no failure of the check: the verdict stays in the exit status,
+        # and the rest of the output goes nowhere instead of into a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_MANDATORY if any(f.enforcement == "mandatory" for f in findings) else EXIT_OK

@@ -26,6 +26,11 @@ class Finding:
     message: str
     fix: str
     file: str = ""
+    line: int = 0
+    """Where the object's document starts in ``file`` (0: the object came from no text, e.g. in the Pulumi pack)."""
+    document: int = 0
+    """Which document of ``file`` holds the object (1-based): the only pointer a reader of a piped stream has
+    besides the line."""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -34,6 +39,9 @@ class Finding:
         }
         if self.file:
             data["file"] = self.file
+        if self.line:
+            data["line"] = self.line
+            data["document"] = self.document
         return data
 
 
@@ -111,6 +119,8 @@ def finding(rule: Rule, level: Enforcement, violation: Violation, resource: Reso
         message=violation.message,
         fix=violation.fix,
         file=resource.source,
+        line=resource.line,
+        document=resource.document,
     )
 
 

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 from yaml.nodes import Node, ScalarNode, SequenceNode
@@ -98,6 +98,9 @@ def _load(chunk: str) -> Any:
 _EXTENSIONS = (".yaml", ".yml", ".json")
 _TOP_LEVEL_KIND = re.compile(r"""^kind:[ \t]*["']?([A-Za-z][A-Za-z0-9]*)["']?[ \t]*(?:#.*)?\r?$""", re.MULTILINE)
 _CONTENT_LINE = re.compile(r"^[ \t]*[^#\s]", re.MULTILINE)
+# The first line of a document that is neither its `---` marker nor a comment: where a reader expects the object,
+# past Helm's `# Source:` comment.
+_OBJECT_LINE = re.compile(r"^(?!---(?:\s|$))[ \t]*[^#\s]", re.MULTILINE)
 
 Needed = Callable[[str, str], bool]
 """``needed(kind, text)``: whether a document of this kind and text has to be parsed."""
@@ -164,10 +167,19 @@ def _parse(chunk: str, source: str, line: int) -> Any:
         raise InputError(f"{source}:{line}: invalid YAML: {error}") from None
 
 
-def load_text(text: str, source: str, needed: Needed | None = None) -> list[Resource]:
-    """The objects of one YAML stream; with ``needed``, only documents some rule reads are parsed."""
+def _object_line(chunk: str, line: int) -> int:
+    start = _OBJECT_LINE.search(chunk)
+    return line + chunk.count("\n", 0, start.start()) if start is not None else line
+
+
+def load_text(text: str, source: str, needed: Needed | None = None,
+              skip_non_kubernetes: bool = False) -> list[Resource]:
+    """The objects of one YAML stream; with ``needed``, only documents some rule reads are parsed.
+
+    ``skip_non_kubernetes``: documents that are not Kubernetes objects (a CI config, Helm values) are passed over
+    instead of refused; for callers handed every YAML file of a repository, such as the pre-commit hook."""
     resources = []
-    for line, chunk in documents(text):
+    for index, (line, chunk) in enumerate(documents(text), start=1):
         if needed is not None:
             kind = _TOP_LEVEL_KIND.search(chunk)
             if kind is not None and kind.group(1) != "List" and not needed(kind.group(1), chunk):
@@ -176,12 +188,36 @@ def load_text(text: str, source: str, needed: Needed | None = None) -> list[Reso
         if document is None:
             continue
         if not isinstance(document, dict):
+            if skip_non_kubernetes:
+                continue
             raise InputError(f"{source}:{line}: a {type(document).__name__}, not a Kubernetes object")
+        object_line = _object_line(chunk, line)
         for obj in _objects(document):
             if "kind" not in obj or "apiVersion" not in obj:
+                if skip_non_kubernetes:
+                    continue
                 raise InputError(f"{source}:{line}: no apiVersion/kind, so not a Kubernetes object")
-            resources.append(Resource(obj, source))
+            resources.append(Resource(obj, source, object_line, index))
     return resources
+
+
+def read_stream(stream: BinaryIO | None, source: str) -> str:
+    """All of a byte stream (standard input) as text; empty input is an error, since a pipe from a command that
+    failed (``helm template`` with a bad value) is empty, and checking nothing must not pass."""
+    if stream is None:
+        raise InputError(f"{source}: no standard input to read")
+    try:
+        data = stream.read()
+    except OSError as error:
+        raise InputError(f"{source}: cannot read: {error.strerror or error}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{source}: cannot read: not UTF-8 text (byte {data[error.start]:#04x} at offset "
+                         f"{error.start})") from None
+    if next(documents(text), None) is None:
+        raise InputError(f"{source}: no YAML documents in the input (did the command before the pipe fail?)")
+    return text
 
 
 def read_file(file: Path) -> str:

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from .engine import Config, Finding, evaluate
-from .loader import InputError, load_text, read_file, yaml_files
+from .loader import InputError, load_text, read_file, read_stream, yaml_files
 from .registry import all_rules, reads
 from .workload import Resource
 
 STDIN = "-"
-"""The PATH that means standard input (``helm template ... | python -m policies.check -``)."""
+"""The PATH that means standard input (``helm template ... | vllm-pulumi-check -``)."""
+STDIN_NAME = "<stdin>"
+"""What findings and errors call standard input in place of a file name."""
 FILES_PER_WORKER = 32
 """Fewer files than this per extra process do not repay forking it."""
 
@@ -41,36 +43,43 @@ def _workers(files: int, jobs: int | None = None) -> int:
     return max(1, min(cores, int(idle + 0.5), files // FILES_PER_WORKER))
 
 
-def _check_file(file: str) -> tuple[list[Finding], list[dict[str, Any]]]:
-    resources = load_text(read_file(Path(file)), file, _JOB["needed"])
+def _check_file(file: str) -> tuple[list[Finding], list[tuple[dict[str, Any], int, int]]]:
+    resources = load_text(read_file(Path(file)), file, _JOB["needed"], _JOB["skip_non_kubernetes"])
     findings = evaluate(resources, _JOB["config"], only=_JOB["resource_rules"])
     kinds = _JOB["stack_kinds"]
-    return findings, [r.obj for r in resources if r.kind in kinds]
+    return findings, [(r.obj, r.line, r.document) for r in resources if r.kind in kinds]
 
 
-def check_paths(paths: Sequence[str], config: Config | None = None, jobs: int | None = None) -> list[Finding]:
+def check_paths(paths: Sequence[str], config: Config | None = None, jobs: int | None = None,
+                skip_non_kubernetes: bool = False) -> list[Finding]:
     """Every finding over the files and directories in ``paths``; raises InputError on unreadable input.
 
-    ``jobs``: processes to parse with (None: one per core when there are enough files)."""
+    ``jobs``: processes to parse with (None: one per core when there are enough files).
+    ``skip_non_kubernetes``: pass over YAML documents that are not Kubernetes objects instead of refusing them."""
     config = config or Config()
     active = [rule for rule in all_rules().values() if config.level(rule) != "disabled"]
     needed = reads(active)
-    stdin = [load_text(sys.stdin.read(), "<stdin>", needed)] if STDIN in paths else []
+    stdin = ([load_text(read_stream(getattr(sys.stdin, "buffer", None), STDIN_NAME), STDIN_NAME, needed,
+                        skip_non_kubernetes)]
+             if STDIN in paths else [])
     files = [str(f) for f in yaml_files([p for p in paths if p != STDIN])]
     if not files and not stdin:
         raise InputError(f"no .yaml, .yml or .json files in {', '.join(paths)}")
     workers = _workers(len(files), jobs)
     if workers == 1 or stdin:
-        resources = [r for file in files for r in load_text(read_file(Path(file)), file, needed)]
+        resources = [r for file in files
+                     for r in load_text(read_file(Path(file)), file, needed, skip_non_kubernetes)]
         return evaluate(resources + [r for found in stdin for r in found], config)
     stack_rules = [rule.name for rule in active if rule.scope == "stack"]
     _JOB.update(needed=needed, config=config, resource_rules=[r.name for r in active if r.scope == "resource"],
-                stack_kinds=frozenset(k for rule in active if rule.scope == "stack" for k in rule.kinds))
+                stack_kinds=frozenset(k for rule in active if rule.scope == "stack" for k in rule.kinds),
+                skip_non_kubernetes=skip_non_kubernetes)
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             results = pool.map(_check_file, files, chunksize=max(1, len(files) // (workers * 4)))
     finally:
         _JOB.clear()
     findings = [finding for file_findings, _ in results for finding in file_findings]
-    stack_objects = [Resource(obj, file) for file, (_, objects) in zip(files, results) for obj in objects]
+    stack_objects = [Resource(obj, file, line, document)
+                     for file, (_, objects) in zip(files, results) for obj, line, document in objects]
     return findings + evaluate(stack_objects, config, only=stack_rules)

@@ -452,9 +452,13 @@ class Server:
 class Resource(HasMetadata):
     """One Kubernetes object (a manifest dict) and what rules have worked out about it."""
 
-    def __init__(self, obj: dict[str, Any], source: str = "") -> None:
+    def __init__(self, obj: dict[str, Any], source: str = "", line: int = 0, document: int = 0) -> None:
         self.obj = obj
         self.source = source
+        self.line = line
+        """Line of ``source`` where the object's document starts (1-based; 0 when the object came from no text)."""
+        self.document = document
+        """Position of that document in ``source`` among the documents that hold something (1-based; 0: unknown)."""
         # Identity is read by every rule for every object: worked out once.
         self.api_version = str(obj.get("apiVersion", ""))
         self.kind = str(obj.get("kind", ""))
