@@ -4,7 +4,7 @@
 #   scripts/toolchain.sh            build whatever is missing (idempotent), then print "toolchain: ready in DIR"
 #   scripts/toolchain.sh build [TOOL...]   same, for some tools only (pulumi language-python
 #                                   kubernetes-provider kube-apiserver etcd kube-scheduler
-#                                   kube-controller-manager kwok lws-controller crds)
+#                                   kube-controller-manager kwok lws-controller keda prometheus crds)
 #   scripts/toolchain.sh demo       only what `make demo` needs (the Pulumi engine and the provider)
 #   scripts/toolchain.sh env        print export lines for `eval "$(scripts/toolchain.sh env)"`
 #
@@ -28,7 +28,7 @@ PULUMI_HOME_DIR=$TOOLS/pulumi-home
 
 # `make demo` needs only the engine; `make test` adds the simulated cluster and the upstream CRDs.
 DEMO_TOOLS="pulumi language-python kubernetes-provider"
-CLUSTER_TOOLS="kube-apiserver etcd kube-scheduler kube-controller-manager kwok lws-controller"
+CLUSTER_TOOLS="kube-apiserver etcd kube-scheduler kube-controller-manager kwok lws-controller keda prometheus"
 ALL_TOOLS="$DEMO_TOOLS $CLUSTER_TOOLS crds"
 
 say() { echo "toolchain: $*" >&2; }
@@ -749,6 +749,48 @@ build_lws() {
         "-X sigs.k8s.io/lws/pkg/version.GitVersion=v$LWS_VERSION"
 }
 
+# KEDA: the operator (controllers and the gRPC metrics service), the external-metrics adapter and the admission
+# webhooks, from one wrapper module (KEDA's go.mod has only non-local replaces, which the wrapper repeats).
+build_keda() {
+    local v=$KEDA_VERSION mod=github.com/kedacore/keda/v2
+    local key="keda v$v" c
+    if stamp_ok keda "$key" keda-operator keda-adapter keda-webhooks; then say "keda $v cached"; return; fi
+    begin keda "$v"
+    local gomod
+    gomod=$(go_mod_file $mod "v$v")
+    new_wrapper keda
+    mapfile -t reps < <(replace_args "$gomod" drop-local)
+    run go mod edit -require="$mod@v$v" "${reps[@]}"
+    for c in operator adapter webhooks; do
+        run go build -mod=mod -trimpath -ldflags "-s -w -X $mod/version.Version=$v" -o "$BIN/keda-$c" "$mod/cmd/$c"
+    done
+    done_ keda "$v" "$key"
+}
+
+# Prometheus (the server the KEDA tests query) and promql-check (scripts/promql-check: Prometheus's own PromQL
+# parser over the queries the package renders), both from github.com/prometheus/prometheus at v$PROMETHEUS_VERSION.
+# The server is built without the builtinassets tag: no web UI, the HTTP API is all the tests use.
+build_prometheus() {
+    local v=$PROMETHEUS_VERSION mod=github.com/prometheus/prometheus
+    local check=$HERE/promql-check/main.go
+    local key
+    key="prometheus v$v promql-check $(sha256sum <"$check" | cut -c1-16)"
+    if stamp_ok prometheus "$key" prometheus promql-check; then say "prometheus $v cached"; return; fi
+    begin prometheus "$v (app $PROMETHEUS_APP_VERSION)"
+    local gomod
+    gomod=$(go_mod_file $mod "v$v")
+    new_wrapper prometheus
+    mapfile -t reps < <(replace_args "$gomod" drop-local)
+    run go mod edit -require="$mod@v$v" "${reps[@]}"
+    mkdir -p promql-check
+    run cp "$check" promql-check/main.go
+    run go build -mod=mod -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=$PROMETHEUS_APP_VERSION" \
+        -o "$BIN/prometheus" "$mod/cmd/prometheus"
+    run "$BIN/prometheus" --version
+    run go build -mod=mod -trimpath -ldflags "-s -w" -o "$BIN/promql-check" ./promql-check
+    done_ prometheus "$v" "$key"
+}
+
 # ---- 8. upstream CRDs, from the same Go modules -------------------------------------------------
 
 # The custom resources the stacks render are validated against their upstream CRDs at the versions the project
@@ -808,6 +850,8 @@ build() {
             etcd) build_etcd ;;
             kwok) build_kwok ;;
             lws-controller) build_lws ;;
+            keda) build_keda ;;
+            prometheus) build_prometheus ;;
             crds) build_crds ;;
             *) die "unknown tool '$t' (known: $ALL_TOOLS)" ;;
         esac

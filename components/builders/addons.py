@@ -23,8 +23,8 @@ class ChartRef:
 # GPU Operator: last release verified with the EKS NVIDIA AMIs' driver branch and Kubernetes 1.32-1.34 here.
 GPU_OPERATOR_CHART = ChartRef("gpu-operator", "gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v25.3.4",
                               "gpu-operator")
-# KEDA 2.18: the ScaledObject schema in shared/crds (fallback.behavior, CEL min<=max) matches this line.
-KEDA_CHART = ChartRef("keda", "keda", "https://kedacore.github.io/charts", "2.18.2", "keda")
+# KEDA 2.21: the version the simulated cluster runs (scripts/toolchain.versions KEDA_VERSION; a test keeps them equal).
+KEDA_CHART = ChartRef("keda", "keda", "https://kedacore.github.io/charts", "2.21.0", "keda")
 # LWS 0.8: v1 API with rolloutStrategy.maxSurge and the hpaPodSelector scale subresource KEDA targets.
 LWS_CHART = ChartRef("lws", "oci://registry.k8s.io/lws/charts/lws", None, "0.8.0", "lws-system")
 
