@@ -171,8 +171,9 @@ def no_cpu_autoscaling(resources: Sequence[Resource], settings: Mapping[str, Any
     "autoscaler-cooldown", group="Autoscaling", enforcement="mandatory", severity="medium", scope="stack",
     kinds=("ScaledObject", "HorizontalPodAutoscaler"),
     description="An autoscaler of a vLLM workload waits at least max(120 s, the target's "
-                "terminationGracePeriodSeconds) before scaling down: KEDA cooldownPeriod (default 300) and the HPA "
-                "scale-down stabilization window (default 300).",
+                "terminationGracePeriodSeconds) before scaling down: the HPA scale-down stabilization window "
+                "(default 300), and KEDA's cooldownPeriod (default 300) when the ScaledObject scales to zero (KEDA "
+                "applies cooldownPeriod only then: minReplicaCount 0 or idleReplicaCount set).",
     why="Removing replicas faster than a drain takes cuts long generations, and flapping costs a model load (minutes) "
         "for every replica re-added.",
     fix="Raise cooldownPeriod / behavior.scaleDown.stabilizationWindowSeconds to the number in the message.",
@@ -185,7 +186,11 @@ def autoscaler_cooldown(resources: Sequence[Resource], settings: Mapping[str, An
         needed = max(floor, grace)
         checks: list[tuple[str, object]] = []
         if autoscaler.kind == "ScaledObject":
-            checks.append(("spec.cooldownPeriod", autoscaler.spec.get("cooldownPeriod", 300)))
+            # KEDA's own default minReplicaCount is 0.
+            scales_to_zero = (as_int(autoscaler.spec.get("minReplicaCount", 0)) == 0
+                              or autoscaler.spec.get("idleReplicaCount") is not None)
+            if scales_to_zero:
+                checks.append(("spec.cooldownPeriod", autoscaler.spec.get("cooldownPeriod", 300)))
             behavior = mapping(mapping(mapping(autoscaler.spec.get("advanced")).get("horizontalPodAutoscalerConfig"))
                                .get("behavior"))
             path = "spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds"

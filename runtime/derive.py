@@ -374,9 +374,25 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
             "weights stream from S3 with the pod's AWS credentials, and no service_account_name is set: bind an IAM "
             "role to a ServiceAccount (IRSA or EKS Pod Identity) and name it there, or loading fails with 403"
         )
+    referenced = [ref.existing_secret.name for ref in (model_spec.api_key, storage.hf_token)
+                  if ref is not None and ref.existing_secret is not None]
+    if referenced and spec.cluster.mode != "render" and spec.create_namespace:
+        warnings.append(
+            f"Secrets {', '.join(sorted(set(referenced)))} are referenced by name in namespace {spec.namespace}, "
+            "which this stack creates: they cannot exist before `pulumi up` makes it, so pods wait for them "
+            "(KEDA, which reads the serving container's env, fails too) until something creates them (an "
+            "ExternalSecret, a sealed secret); when they are created by hand, make the namespace first and set "
+            "create_namespace: false"
+        )
     if model_spec.autoscaling is not None and model_spec.autoscaling.scale_to_zero:
         warnings.append(
             f"scale to zero: the first request after idle waits a cold start of about {startup_seconds} s"
+        )
+    elif model_spec.autoscaling is not None and "polling_interval_seconds" in model_spec.autoscaling.model_fields_set:
+        warnings.append(
+            f"{path}.autoscaling.polling_interval_seconds is set but has no effect without scale_to_zero: KEDA "
+            "polls Prometheus itself only to wake a model from zero; above zero the HPA controller's sync period "
+            "(15 s by default) paces the queries"
         )
     if resources.cpu_request is not None:
         cpu_request, cpu = resources.cpu_request, cpu_millicores(resources.cpu_request, f"{path}.resources.cpu_request")

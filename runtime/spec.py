@@ -222,8 +222,12 @@ class AutoscalingSpec(StrictModel):
     min_replicas: int = Field(1, ge=0, description="0 only with scale_to_zero (cold starts take minutes).")
     max_replicas: int = Field(4, ge=1, description="Upper bound; each replica costs its GPUs.")
     queue_threshold: int = Field(5, ge=1, description="Waiting requests per replica that trigger scale-out.")
-    polling_interval_seconds: int = Field(10, ge=1, description="How often KEDA queries Prometheus.")
-    cooldown_seconds: int | None = Field(None, ge=0, description="None: max(120, grace period).")
+    polling_interval_seconds: int = Field(
+        10, ge=1, description="With scale_to_zero: how often KEDA checks whether to wake from zero (otherwise the "
+        "HPA controller's sync period, 15 s by default, paces KEDA's queries).")
+    cooldown_seconds: int | None = Field(
+        None, ge=0, description="None: max(120, grace period). One replica removed per this many seconds; with "
+        "scale_to_zero also the idle time before dropping to zero.")
     kv_cache_trigger: bool = Field(False, description="Also scale on vllm:kv_cache_usage_perc.")
     kv_cache_threshold: float = Field(0.8, gt=0, lt=1, description="KV cache use that triggers scale-out.")
     scale_to_zero: bool = Field(False, description="Allow 0 replicas when idle; first request waits a cold start.")

@@ -73,9 +73,6 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
         })
     spec: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": plan.spec.name},
-        "pollingInterval": autoscaling.polling_interval_seconds,
-        # Never remove a replica faster than it drains (plan: max(120 s, grace period)).
-        "cooldownPeriod": plan.cooldown_seconds,
         "minReplicaCount": autoscaling.min_replicas,
         "maxReplicaCount": autoscaling.max_replicas,
         "advanced": {
@@ -83,7 +80,9 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
                 "behavior": {
                     "scaleDown": {
                         "stabilizationWindowSeconds": autoscaling.scale_down_stabilization_seconds,
-                        # One replica per drain window (HPA caps a policy period at 30 min).
+                        # At most one replica fewer than a drain window ago (HPA caps a policy period at 30 min).
+                        # The HPA counts from the replicas at the period's start, so replicas added within the
+                        # period may go together (seen in the simulated cluster); each still drains on its own.
                         "policies": [{"type": "Pods", "value": 1, "periodSeconds": min(
                             plan.cooldown_seconds or HPA_MAX_POLICY_PERIOD_SECONDS, HPA_MAX_POLICY_PERIOD_SECONDS)}],
                     },
@@ -110,6 +109,11 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
         # series, so a queueing gateway (or the KEDA HTTP add-on) must hold requests while the first pod starts.
         spec["idleReplicaCount"] = 0
         spec["minReplicaCount"] = max(1, autoscaling.min_replicas)
+        # Only here does KEDA poll Prometheus itself (to wake from zero) and wait cooldownPeriod (before dropping to
+        # zero); above zero the HPA paces the queries and its scale-down window applies, and KEDA's admission webhook
+        # warns that both settings are ignored. Never drop to zero faster than a replica drains.
+        spec["pollingInterval"] = autoscaling.polling_interval_seconds
+        spec["cooldownPeriod"] = plan.cooldown_seconds
         spec["triggers"][0]["metadata"]["activationThreshold"] = "0"
     if autoscaling.fallback_replicas is not None:
         spec["fallback"] = {"failureThreshold": FALLBACK_FAILURE_THRESHOLD, "replicas": autoscaling.fallback_replicas}

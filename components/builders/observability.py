@@ -40,9 +40,12 @@ def build_monitor(
     interval = f"{observability.scrape_interval_seconds}s"
     endpoint = {"port": HTTP_PORT_NAME, "path": "/metrics", "interval": interval}
     metadata = lbl.metadata(plan.spec.name, plan.namespace, _labels(plan, extra_labels, observability.monitor_labels))
-    # vLLM serves /metrics on the OpenAI port of the server pod (the LWS leader); workers have none.
+    # vLLM serves /metrics on the OpenAI port of the server pod (the LWS leader); workers have none. A PodMonitor
+    # selects those pods; a ServiceMonitor selects the Service by the Service's own labels, which lack the LWS name
+    # label of its pod selector (with it, nothing was scraped: found in the simulated cluster).
     selector = {"matchLabels": service_selector(plan)}
     if observability.monitor == "ServiceMonitor":
+        selector = {"matchLabels": lbl.selector_labels(plan.spec.name, lbl.SERVER)}
         return {
             "apiVersion": "monitoring.coreos.com/v1",
             "kind": "ServiceMonitor",

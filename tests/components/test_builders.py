@@ -413,9 +413,12 @@ def test_scaled_object_queue_trigger_and_windows() -> None:
     assert trigger["metadata"]["query"] == 'sum(vllm:num_requests_waiting{namespace="inference",model_name="chat"})'
     assert trigger["metadata"]["threshold"] == "7"
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (1, 6)
-    assert spec["cooldownPeriod"] == serving_plan.cooldown_seconds
+    # Above zero KEDA ignores both (its webhook warns): the HPA's window and policies pace the scale-down.
+    assert "cooldownPeriod" not in spec and "pollingInterval" not in spec
     behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 600
+    assert behavior["scaleDown"]["policies"] == [{"type": "Pods", "value": 1,
+                                                  "periodSeconds": serving_plan.cooldown_seconds}]
     assert behavior["scaleUp"]["policies"] == [{"type": "Pods", "value": 1,
                                                 "periodSeconds": serving_plan.startup_budget_seconds}]
     assert spec["fallback"] == {"failureThreshold": 3, "replicas": 2}
@@ -594,7 +597,7 @@ def test_render_mode_notes_name_the_addon_setting() -> None:
 
 def test_hpa_policy_periods_stay_within_the_api_limit() -> None:
     serving_plan = plan({"engine": {"shutdown_timeout_seconds": 3000}, "lifecycle": {"startup_budget_seconds": 4000},
-                         "autoscaling": {"min_replicas": 1, "max_replicas": 2}})
+                         "autoscaling": {"min_replicas": 0, "max_replicas": 2, "scale_to_zero": True}})
     scaled = autoscaling.build_scaled_object(serving_plan)
     assert scaled is not None
     behavior = scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
@@ -665,3 +668,22 @@ def test_s3_streaming_pods_run_as_the_named_service_account(case: str, model: di
     assert spec.get("serviceAccountName") == service_account
     assert spec["automountServiceAccountToken"] is False
     assert any("service_account_name" in warning for warning in serving_plan.warnings) == warns
+
+
+@pytest.mark.parametrize("stack_name", ["local", "edge", "prod", "multinode"])
+def test_service_monitor_selects_the_service_by_its_own_labels(stack_name: str) -> None:
+    """The Prometheus Operator matches a ServiceMonitor's selector against Service labels, not the Service's pod
+    selector: the multi-node stack's monitor once carried the LWS pod label and scraped nothing (simulated cluster)."""
+    from vllm_pulumi.components.manifests import read_stack_config
+    from vllm_pulumi.runtime.derive import plan_deployment
+    from vllm_pulumi.runtime.spec import parse_deployment
+
+    spec = parse_deployment(read_stack_config(stack_name))
+    manifests = build_manifests(spec, plan_deployment(spec))
+    monitors = [o for o in manifests if o["kind"] == "ServiceMonitor"]
+    assert monitors
+    for monitor in monitors:
+        wanted = monitor["spec"]["selector"]["matchLabels"].items()
+        selected = [o for o in manifests if o["kind"] == "Service" and o["metadata"]["namespace"] in
+                    monitor["spec"]["namespaceSelector"]["matchNames"] and o["metadata"]["labels"].items() >= wanted]
+        assert [s["metadata"]["name"] for s in selected] == [monitor["metadata"]["name"]]

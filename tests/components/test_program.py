@@ -76,8 +76,8 @@ def objs(registration: Registration) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(("stack", "expected"), [
     pytest.param("local", {CONFIG_GROUP: 4, SCALED_OBJECT: 1, SERVICE_MONITOR: 1, LWS: 0, RELEASE: 0, NODE_GROUP: 0},
                  id="render-mode-no-addons-no-nodes"),
-    pytest.param("edge", {CONFIG_GROUP: 4, SCALED_OBJECT: 1, SERVICE_MONITOR: 1, LWS: 0, RELEASE: 0, NODE_GROUP: 0},
-                 id="kubeconfig-addons-marked-installed"),
+    pytest.param("edge", {CONFIG_GROUP: 3, SCALED_OBJECT: 1, SERVICE_MONITOR: 1, LWS: 0, RELEASE: 0, NODE_GROUP: 0},
+                 id="kubeconfig-addons-marked-installed-namespace-existing"),
     pytest.param("prod", {CONFIG_GROUP: 4, SCALED_OBJECT: 1, SERVICE_MONITOR: 1, LWS: 0, RELEASE: 2, NODE_GROUP: 1},
                  id="eks-gpu-operator-and-keda"),
     pytest.param("multinode", {CONFIG_GROUP: 4, SCALED_OBJECT: 0, SERVICE_MONITOR: 1, LWS: 1, RELEASE: 2,

@@ -281,15 +281,18 @@ d = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web",
 fx(R, "passes", "cpu-hpa-on-other-workload", "CPU autoscaling of a non-vLLM workload is not this pack's business.", d)
 
 R = "autoscaler-cooldown"
-d = base("Deployment", "ScaledObject"); next(x for x in d if x["kind"] == "ScaledObject")["spec"]["cooldownPeriod"] = 60
-fx(R, "fires", "short-cooldown", "cooldownPeriod 60 s < 120 s.", d)
-d = base("Deployment", "ScaledObject"); next(x for x in d if x["kind"] == "ScaledObject")["spec"]["cooldownPeriod"] = 130
-fx(R, "fires", "cooldown-below-grace", "cooldownPeriod 130 s < the target's 135 s grace period.", d)
-d = base("Deployment", "ScaledObject"); next(x for x in d if x["kind"] == "ScaledObject")["spec"]["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 30}}}}
+def so(docs): return next(x for x in docs if x["kind"] == "ScaledObject")
+d = base("Deployment", "ScaledObject"); so(d)["spec"].update(cooldownPeriod=60, idleReplicaCount=0)
+fx(R, "fires", "short-cooldown", "Scales to zero when idle, cooldownPeriod 60 s < 120 s.", d)
+d = base("Deployment", "ScaledObject"); so(d)["spec"].update(cooldownPeriod=130, minReplicaCount=0)
+fx(R, "fires", "cooldown-below-grace", "minReplicaCount 0, cooldownPeriod 130 s < the target's 135 s grace period.", d)
+d = base("Deployment", "ScaledObject"); so(d)["spec"]["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 30}}}}
 fx(R, "fires", "short-stabilization", "The HPA KEDA creates removes replicas after 30 s.", d)
 fx(R, "passes", "reference", "cooldownPeriod 135 s = grace.", base("Deployment", "ScaledObject"))
-d = base("Deployment", "ScaledObject"); del next(x for x in d if x["kind"] == "ScaledObject")["spec"]["cooldownPeriod"]
-fx(R, "passes", "keda-default", "KEDA's default cooldownPeriod is 300 s.", d)
+d = base("Deployment", "ScaledObject"); del so(d)["spec"]["cooldownPeriod"]; so(d)["spec"]["idleReplicaCount"] = 0
+fx(R, "passes", "keda-default", "Scales to zero with KEDA's default cooldownPeriod, 300 s.", d)
+d = base("Deployment", "ScaledObject"); so(d)["spec"]["cooldownPeriod"] = 60
+fx(R, "passes", "cooldown-ignored-above-zero", "minReplicaCount 1 and no idleReplicaCount: KEDA ignores cooldownPeriod (the HPA's window applies).", d)
 
 R = "metrics-scraped"
 fx(R, "fires", "no-monitor", "A vLLM Deployment and its Service, but nothing scrapes them.", base("Deployment", "Service"))

@@ -53,14 +53,19 @@ def test_startup_window_against_budget(period: int, threshold: int, delay: int) 
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 600), st.integers(0, 600))
-def test_keda_cooldown_against_grace(cooldown: int, grace: int) -> None:
+@given(st.integers(0, 600), st.integers(0, 600), st.integers(0, 2), st.booleans())
+def test_keda_cooldown_against_grace(cooldown: int, grace: int, min_replicas: int, idle: bool) -> None:
     deployment = _with(grace, 0, 0)
     scaled = copy.deepcopy(SCALED_OBJECT)
-    scaled["spec"]["cooldownPeriod"] = cooldown
+    scaled["spec"].update(cooldownPeriod=cooldown, minReplicaCount=min_replicas)
+    if idle:
+        scaled["spec"]["idleReplicaCount"] = 0
     needed = max(120, grace)
-    # KEDA's cooldownPeriod, and the HPA scale-down window it leaves at Kubernetes' 300 s default
-    assert _fires("autoscaler-cooldown", deployment, scaled) == (cooldown < needed or 300 < needed)
+    # KEDA's cooldownPeriod counts only when the ScaledObject scales to zero; the HPA scale-down window, left at
+    # Kubernetes' 300 s default, always does.
+    cooldown_counts = min_replicas == 0 or idle
+    assert _fires("autoscaler-cooldown", deployment, scaled) == ((cooldown_counts and cooldown < needed)
+                                                                  or 300 < needed)
 
 
 @settings(max_examples=60, deadline=None)
