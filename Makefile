@@ -19,8 +19,8 @@ demo: $(STAMP)
 	scripts/demo.sh
 
 # The offline Pulumi CLI, language host and Kubernetes provider, plus the simulated cluster the tests start (etcd,
-# kube-apiserver, kube-scheduler, kube-controller-manager, KWOK, the LWS controller) and the upstream CRDs, built once
-# into ~/.cache. `make demo` builds only the first three (scripts/demo.sh).
+# kube-apiserver, kube-scheduler, kube-controller-manager, KWOK, the LWS controller, KEDA, Prometheus) and the upstream
+# CRDs, built once into ~/.cache. `make demo` builds only the first three (scripts/demo.sh).
 toolchain:
 	scripts/toolchain.sh
 

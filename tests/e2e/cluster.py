@@ -87,6 +87,20 @@ class Processes:
             if process.poll() is not None:
                 raise AssertionError(f"{name} exited with {process.returncode}:\n{self.log_tail(name)}")
 
+    def stop(self, name: str) -> None:
+        """Stop one process (a test taking a server away); nothing when it is not running."""
+        for entry in [entry for entry in self.running if entry[0] == name]:
+            _, process, log = entry
+            if process.poll() is None:
+                process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.close()
+            self.running.remove(entry)
+
     def stop_all(self) -> None:
         for _, process, _ in reversed(self.running):
             if process.poll() is None:
@@ -267,13 +281,15 @@ def _openssl(*args: str) -> None:
     subprocess.run(["openssl", *args], check=True, capture_output=True)
 
 
-def serving_certificate(directory: Path) -> Path:
-    """A throwaway CA and a serving certificate for 127.0.0.1 (tls.crt / tls.key, controller-runtime's names)."""
+def serving_certificate(directory: Path, dns_names: Sequence[str] = ()) -> Path:
+    """A throwaway CA and a certificate for 127.0.0.1 and ``dns_names`` (tls.crt / tls.key, controller-runtime's
+    names). It has no extended key usage, so it serves as a client certificate too (KEDA's mutual-TLS gRPC)."""
     directory.mkdir(parents=True, exist_ok=True)
     ca_key, ca_cert = directory / "ca.key", directory / "ca.crt"
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key), "-out", str(ca_cert),
              "-subj", "/CN=simulated-cluster-webhook-ca", "-days", "2")
-    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    names = ",".join(["IP:127.0.0.1", *(f"DNS:{name}" for name in dns_names)])
+    (directory / "san.ext").write_text(f"subjectAltName={names}\n")
     _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(directory / "tls.key"),
              "-out", str(directory / "tls.csr"), "-subj", "/CN=127.0.0.1")
     _openssl("x509", "-req", "-in", str(directory / "tls.csr"), "-CA", str(ca_cert), "-CAkey", str(ca_key),
@@ -282,7 +298,7 @@ def serving_certificate(directory: Path) -> Path:
     return ca_cert
 
 
-def _serves_tls(port: int, ca_file: Path) -> bool:
+def serves_tls(port: int, ca_file: Path) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=2) as raw:
             with ssl.create_default_context(cafile=str(ca_file)).wrap_socket(raw, server_hostname="127.0.0.1"):
@@ -327,7 +343,7 @@ def _start_lws(cluster: SimulatedCluster, workdir: Path) -> None:
     }))
     cluster.processes.start("lws-controller", [str(BINARIES / "lws-controller"), f"--config={config}"],
                             env={"KUBECONFIG": str(cluster.plane.kubeconfig)})
-    cluster.wait(lambda: _serves_tls(port, ca_file), START_TIMEOUT_SECONDS, "the LWS webhook server",
+    cluster.wait(lambda: serves_tls(port, ca_file), START_TIMEOUT_SECONDS, "the LWS webhook server",
                  lambda: cluster.processes.log_tail("lws-controller"))
     for configuration in lws_webhook_configurations(port, ca_file):
         kind = configuration["kind"].lower() + "s"

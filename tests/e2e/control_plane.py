@@ -110,6 +110,34 @@ def object_path(obj: dict[str, Any]) -> str:
     return f"{base}{scope}/{plural}/{obj['metadata']['name']}"
 
 
+FRONT_PROXY_CLIENT = "front-proxy-client"
+
+
+def front_proxy_certificates(directory: Path) -> list[str]:
+    """The aggregation layer's flags: a CA for the request-header client and the client certificate the API server
+    presents when it proxies to an extension API server (KEDA's external-metrics adapter). The extension server reads
+    the CA and the header names from kube-system/extension-apiserver-authentication, which the API server publishes."""
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    ca_key, ca_cert = directory / "front-proxy-ca.key", directory / "front-proxy-ca.crt"
+    key, csr, cert = (directory / f"{FRONT_PROXY_CLIENT}.{ext}" for ext in ("key", "csr", "crt"))
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key), "-out", str(ca_cert),
+            "-subj", "/CN=front-proxy-ca", "-days", "2")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr),
+            "-subj", f"/CN={FRONT_PROXY_CLIENT}")
+    openssl("x509", "-req", "-in", str(csr), "-CA", str(ca_cert), "-CAkey", str(ca_key), "-CAcreateserial",
+            "-out", str(cert), "-days", "2")
+    return [
+        f"--requestheader-client-ca-file={ca_cert}", f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+        "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={cert}", f"--proxy-client-key-file={key}",
+    ]
+
+
 @contextmanager
 def control_plane(binaries: Path, workdir: Path, *, controllers: bool = False) -> Iterator[ControlPlane]:
     """Start etcd and kube-apiserver on free loopback ports; stop both (and forget their data) afterwards."""
@@ -135,7 +163,8 @@ def control_plane(binaries: Path, workdir: Path, *, controllers: bool = False) -
         "--authorization-mode=RBAC", "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={workdir / 'sa.pub'}", f"--service-account-signing-key-file={workdir / 'sa.key'}",
         f"--token-auth-file={workdir / 'tokens.csv'}",
-        *(() if controllers else (
+        # The simulated cluster serves external.metrics.k8s.io through KEDA's adapter: the aggregation layer.
+        *(front_proxy_certificates(workdir / "front-proxy") if controllers else (
             "--enable-garbage-collector=false",
             "--disable-admission-plugins=ServiceAccount,StorageObjectInUseProtection",
         )),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from vllm_pulumi.runtime.nodes import NodeShape, node_shapes
 from vllm_pulumi.runtime.spec import DeploymentSpec, parse_deployment
 
 from .cluster import SimulatedCluster, pod_ready
-from .engine import output_of, run_pulumi, write_stack
+from .engine import copy_project, output_of, run_pulumi, write_stack
 
 CONTEXT = "edge"  # the context name tests/e2e/control_plane.py writes into the kubeconfig
 
@@ -120,6 +121,40 @@ class Deployed:
         return self.pulumi("up", "--yes", "--non-interactive", "--skip-preview")
 
 
+def deploy_on(name: str, cluster: SimulatedCluster, tmp_path: Path,
+            adjust: Callable[[dict[str, Any]], None] | None = None) -> Deployed:
+    """Reference stack ``name`` (changed by ``adjust``) ready for `pulumi up` on ``cluster``: its nodes and the system
+    nodes registered, its volumes provided, its Pulumi project and stack (with secrets) in ``tmp_path``/project."""
+    raw, _ = simulated_variant(name, cluster.plane.kubeconfig)
+    if adjust is not None:
+        adjust(raw)
+    cluster.add_system_nodes()
+    for shape in node_shapes(parse_deployment(raw)):
+        cluster.add_nodes(shape)
+    (tmp_path / "project").mkdir()
+    deployed = Deployed.prepare(name, copy_project(tmp_path / "project"), raw, cluster.plane.kubeconfig)
+    cluster.provide_volumes(deployed.manifests)
+    if not deployed.spec.create_namespace:
+        _prepare_namespace(cluster, deployed)
+    return deployed
+
+
+def _prepare_namespace(cluster: SimulatedCluster, deployed: Deployed) -> None:
+    """What a stack that uses an existing namespace expects to find there: the namespace, and a Secret (with a
+    throwaway value) for every secret it references by name."""
+    namespace = deployed.spec.namespace
+    cluster.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    referenced: dict[str, set[str]] = {}
+    for model in deployed.spec.models:
+        for ref in (model.api_key, model.storage.hf_token):
+            if ref is not None and ref.existing_secret is not None:
+                referenced.setdefault(ref.existing_secret.name, set()).add(ref.existing_secret.key)
+    for name, keys in sorted(referenced.items()):
+        cluster.create(f"/api/v1/namespaces/{namespace}/secrets", {
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},
+            "stringData": {key: secrets.token_hex(16) for key in sorted(keys)}})
+
+
 # ---- readings ---------------------------------------------------------------------------------------------------------
 def serving_selector(plan: ServingPlan) -> str:
     """Label selector of every serving pod of a model (leaders and workers of an LWS; the server pods otherwise)."""
@@ -180,6 +215,7 @@ class Sampler:
     read: Callable[[], int]
     period_seconds: float = 0.1
     samples: list[int] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)  # time.monotonic() of each sample
     errors: list[str] = field(default_factory=list)
 
     @contextmanager
@@ -189,7 +225,9 @@ class Sampler:
         def loop() -> None:
             while not stop.is_set():
                 try:
-                    self.samples.append(self.read())
+                    value = self.read()
+                    self.times.append(time.monotonic())
+                    self.samples.append(value)
                 except Exception as error:  # noqa: BLE001 - reported by the test after the run
                     self.errors.append(repr(error))
                 stop.wait(self.period_seconds)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,10 @@ from vllm_pulumi.runtime.spec import parse_deployment
 from ..schema import crd_files
 from .cluster import SimulatedCluster, pod_ready, simulated_cluster
 from .control_plane import object_path
-from .engine import copy_project, requires_engine
+from .engine import requires_engine
 from .simulation import (
     Deployed,
+    deploy_on,
     Sampler,
     diagnose,
     lws_groups,
@@ -47,20 +48,6 @@ ROLLOUT_TIMEOUT_SECONDS = 300
 def cluster(tmp_path: Path) -> Iterator[SimulatedCluster]:
     with simulated_cluster(tmp_path / "cluster", crd_files=crd_files()) as running:
         yield running
-
-
-def _deploy(name: str, cluster: SimulatedCluster, tmp_path: Path,
-            adjust: Callable[[dict[str, Any]], None] | None = None) -> Deployed:
-    raw, _ = simulated_variant(name, cluster.plane.kubeconfig)
-    if adjust is not None:
-        adjust(raw)
-    cluster.add_system_nodes()
-    for shape in node_shapes(parse_deployment(raw)):
-        cluster.add_nodes(shape)
-    (tmp_path / "project").mkdir()
-    deployed = Deployed.prepare(name, copy_project(tmp_path / "project"), raw, cluster.plane.kubeconfig)
-    cluster.provide_volumes(deployed.manifests)
-    return deployed
 
 
 def _assert_served(cluster: SimulatedCluster, deployed: Deployed) -> None:
@@ -105,19 +92,23 @@ def test_reference_stack_goes_up_on_its_nodes_and_is_destroyed_cleanly(
     """`pulumi up` of each reference stack completes with the provider awaiting real readiness: the hydration Job
     completes before any serving pod exists, every serving pod is scheduled onto a node of the planned GPU and turns
     Ready, LeaderWorkerSet groups form with `size` pods on distinct nodes, and the Service's EndpointSlices list the
-    serving pods. A second `up` changes nothing, and `pulumi destroy` leaves none of our objects (the namespace
-    included) behind."""
-    deployed = _deploy(name, cluster, tmp_path)
+    serving pods. A second `up` changes nothing, and `pulumi destroy` leaves none of our objects behind (the namespace too, when the
+    stack created it; `edge` uses an existing one, with its Secrets, which stays)."""
+    deployed = deploy_on(name, cluster, tmp_path)
     deployed.up()
     _assert_served(cluster, deployed)
     deployed.pulumi("preview", "--non-interactive", "--expect-no-changes", "--diff")
 
     deployed.pulumi("destroy", "--yes", "--non-interactive", "--skip-preview")
     namespace = deployed.spec.namespace
-    cluster.wait(lambda: cluster.find(f"/api/v1/namespaces/{namespace}") is None, 120,
-                 f"namespace {namespace} to be deleted", diagnose(cluster, namespace))
-    cluster_scoped = [obj for obj in deployed.manifests if "namespace" not in obj["metadata"]]
-    for obj in cluster_scoped:
+    if deployed.spec.create_namespace:
+        cluster.wait(lambda: cluster.find(f"/api/v1/namespaces/{namespace}") is None, 120,
+                     f"namespace {namespace} to be deleted", diagnose(cluster, namespace))
+    else:  # the namespace was there before the stack (with the Secrets it references), and stays
+        cluster.wait(lambda: not [pod for plan in deployed.plans for pod in serving_pods(cluster, plan)], 120,
+                     "the serving pods to be deleted", diagnose(cluster, namespace))
+        assert cluster.find(f"/api/v1/namespaces/{namespace}") is not None
+    for obj in deployed.manifests:
         assert cluster.find(object_path(obj)) is None, f"{obj['kind']} {obj['metadata']['name']} left behind"
 
 
@@ -151,7 +142,7 @@ def test_rollout_of_a_changed_engine_setting_keeps_every_replica_serving(
         raw["models"][0]["replicas"] = 2
         raw["cluster"]["nodes"][0]["count"] = 6
 
-    deployed = _deploy(name, cluster, tmp_path, two_groups if name == "multinode" else None)
+    deployed = deploy_on(name, cluster, tmp_path, two_groups if name == "multinode" else None)
     deployed.up()
     plan = deployed.plans[0]
     assert plan.rollout.max_surge == 1, plan.rollout.reason
@@ -188,7 +179,7 @@ def test_node_drain_through_the_eviction_api_respects_the_pod_disruption_budget(
     """Draining the two nodes of a 2-replica `edge` at once (cordon, then an Eviction for each serving pod, as
     `kubectl drain` does): the PodDisruptionBudget lets one replica go, refuses the second eviction (429) until the
     first replica's replacement is Ready on a spare node, and the serving replicas never drop below desired - 1."""
-    deployed = _deploy("edge", cluster, tmp_path)
+    deployed = deploy_on("edge", cluster, tmp_path)
     deployed.up()
     plan = deployed.plans[0]
     desired = 2
@@ -216,7 +207,7 @@ def test_node_drain_through_the_eviction_api_respects_the_pod_disruption_budget(
 def test_pulumi_secrets_reach_the_cluster_and_nowhere_else(cluster: SimulatedCluster, tmp_path: Path) -> None:
     """The `prod` stack's API key and HF token are Pulumi secrets (`pulumi config set --secret`): the Secrets in the
     cluster hold the values, and neither `pulumi stack export` nor the output of any run contains them."""
-    deployed = _deploy("prod", cluster, tmp_path)
+    deployed = deploy_on("prod", cluster, tmp_path)
     assert deployed.secret_values, "prod is expected to use Pulumi secrets"
     outputs = [deployed.up()]
     secrets_in_cluster = cluster.items(f"/api/v1/namespaces/{deployed.spec.namespace}/secrets")
