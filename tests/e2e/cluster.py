@@ -89,30 +89,28 @@ class Processes:
 
     def stop(self, name: str) -> None:
         """Stop one process (a test taking a server away); nothing when it is not running."""
-        for entry in [entry for entry in self.running if entry[0] == name]:
-            _, process, log = entry
-            if process.poll() is None:
-                process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            log.close()
+        entries = [entry for entry in self.running if entry[0] == name]
+        _stop(entries)
+        for entry in entries:
             self.running.remove(entry)
 
     def stop_all(self) -> None:
-        for _, process, _ in reversed(self.running):
-            if process.poll() is None:
-                process.terminate()
-        for _, process, log in reversed(self.running):
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            log.close()
+        _stop(list(reversed(self.running)))
         self.running.clear()
+
+
+def _stop(entries: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]]) -> None:
+    """SIGTERM to all first (they stop in parallel), then wait for each, SIGKILL after 20 s; close the logs."""
+    for _, process, _ in entries:
+        if process.poll() is None:
+            process.terminate()
+    for _, process, log in entries:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
 
 
 @dataclass
