@@ -687,3 +687,24 @@ def test_service_monitor_selects_the_service_by_its_own_labels(stack_name: str) 
         selected = [o for o in manifests if o["kind"] == "Service" and o["metadata"]["namespace"] in
                     monitor["spec"]["namespaceSelector"]["matchNames"] and o["metadata"]["labels"].items() >= wanted]
         assert [s["metadata"]["name"] for s in selected] == [monitor["metadata"]["name"]]
+
+
+@pytest.mark.parametrize(("case", "model", "settings", "expected"), [
+    ("secret-by-name-in-created-namespace", {"api_key": {"existing_secret": {"name": "key", "key": "k"}}}, {},
+     "Secrets key are referenced by name in namespace"),
+    ("secret-by-name-in-existing-namespace", {"api_key": {"existing_secret": {"name": "key", "key": "k"}}},
+     {"create_namespace": False}, None),
+    ("polling-interval-without-scale-to-zero", {"autoscaling": {"max_replicas": 2, "polling_interval_seconds": 5}},
+     {}, "polling_interval_seconds is set but has no effect"),
+    ("polling-interval-with-scale-to-zero", {"autoscaling": {
+        "min_replicas": 0, "max_replicas": 2, "scale_to_zero": True, "polling_interval_seconds": 5}}, {}, None),
+    ("polling-interval-left-at-its-default", {"autoscaling": {"max_replicas": 2}}, {}, None),
+])
+def test_plan_warns_about_settings_kubernetes_or_keda_would_defeat(
+    case: str, model: dict[str, Any], settings: dict[str, Any], expected: str | None
+) -> None:
+    warnings = " | ".join(plan(model, **settings).warnings)
+    if expected is None:
+        assert "referenced by name" not in warnings and "polling_interval_seconds" not in warnings, warnings
+    else:
+        assert expected in warnings, warnings
