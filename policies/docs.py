@@ -36,11 +36,12 @@ def render() -> str:
         "# Policies", "",
         "<!-- Generated from policies/registry.py by `python -m policies.docs`; do not edit by hand. -->", "",
         "The same rules run in two shells: the Pulumi CrossGuard pack (`pulumi preview --policy-pack policies`) and "
-        "the offline checker over rendered YAML (`python -m policies.check PATH... [--format text|json] "
-        "[--config FILE] [--jobs N]`; PATH is a file, a directory or `-` for standard input; exit 0 without "
-        "mandatory findings, 1 with, 2 on unreadable input). JSON output is a list of findings: `policy`, "
-        "`enforcement`, `severity`, `resource` (`apiVersion`, `kind`, `namespace`, `name`), `message`, `fix` and "
-        "`file`.", "",
+        "the offline checker over rendered YAML (`vllm-pulumi-check PATH... [--format text|json|sarif|github] "
+        "[--config FILE] [--jobs N]`, also `python -m policies.check`; PATH is a file, a directory or `-` for "
+        "standard input; exit 0 without mandatory findings, 1 with, 2 on unreadable input). JSON output is a list "
+        "of findings: `policy`, `enforcement`, `severity`, `resource` (`apiVersion`, `kind`, `namespace`, `name`), "
+        "`message`, `fix`, `file`, `line` and `document`; SARIF 2.1.0 and GitHub annotations are described in the "
+        "README's \"Use in CI\".", "",
         "- **Enforcement and settings** are overridable per rule, in the pack's config (`pulumi preview "
         "--policy-pack policies --policy-pack-config FILE`) or in the offline `--config FILE`. The offline file may "
         "be YAML or the pack's JSON: CrossGuard's `all` and `enforcementLevel` spellings are understood too.", "",
