@@ -242,6 +242,9 @@ def _without_program(cluster: SimulatedCluster, raw: dict[str, Any]) -> tuple[Se
         cluster.add_nodes(shape)
     manifests = build_manifests(spec)
     cluster.provide_volumes(manifests)
+    if not spec.create_namespace:  # a stack on an existing namespace (edge) renders none: make it, as its user would
+        cluster.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                              "metadata": {"name": spec.namespace}})
     return (plan, [o for o in manifests if o["kind"] in ("Namespace", "PersistentVolumeClaim")],
             next(o for o in manifests if o["kind"] in ("Deployment", "LeaderWorkerSet")))
 
