@@ -127,6 +127,16 @@ new_wrapper() {
     printf 'module toolchain.invalid/%s\n\ngo %s\n' "$1" "$GO_VERSION" >go.mod
 }
 
+# module_wrapper TOOL MODULE VERSION REPLACE_MODE: a fresh wrapper module $SRC/TOOL (cd into it) requiring MODULE at
+# VERSION and repeating MODULE's replace directives (REPLACE_MODE as in replace_args).
+module_wrapper() {
+    local gomod
+    gomod=$(go_mod_file "$2" "$3")
+    new_wrapper "$1"
+    mapfile -t reps < <(replace_args "$gomod" "$4" "$3")
+    run go mod edit -require="$2@$3" "${reps[@]}"
+}
+
 # ---- 1. pulumi CLI ---------------------------------------------------------------------------
 
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
@@ -723,11 +733,7 @@ build_module_main() {
     local key="$tool v$v"
     if stamp_ok "$tool" "$key" "$tool"; then say "$tool $v cached"; return; fi
     begin "$tool" "$v"
-    local gomod
-    gomod=$(go_mod_file "$mod" "v$v")
-    new_wrapper "$tool"
-    mapfile -t reps < <(replace_args "$gomod" "$mode" "v$v")
-    run go mod edit -require="$mod@v$v" "${reps[@]}"
+    module_wrapper "$tool" "$mod" "v$v" "$mode"
     run go build -mod=mod -trimpath -ldflags "-s -w $*" -o "$BIN/$tool" "$pkg"
     run "$BIN/$tool" --version
     done_ "$tool" "$v" "$key"
@@ -756,11 +762,7 @@ build_keda() {
     local key="keda v$v" c
     if stamp_ok keda "$key" keda-operator keda-adapter keda-webhooks; then say "keda $v cached"; return; fi
     begin keda "$v"
-    local gomod
-    gomod=$(go_mod_file $mod "v$v")
-    new_wrapper keda
-    mapfile -t reps < <(replace_args "$gomod" drop-local)
-    run go mod edit -require="$mod@v$v" "${reps[@]}"
+    module_wrapper keda $mod "v$v" drop-local
     for c in operator adapter webhooks; do
         run go build -mod=mod -trimpath -ldflags "-s -w -X $mod/version.Version=$v" -o "$BIN/keda-$c" "$mod/cmd/$c"
     done
@@ -777,11 +779,7 @@ build_prometheus() {
     key="prometheus v$v promql-check $(sha256sum <"$check" | cut -c1-16)"
     if stamp_ok prometheus "$key" prometheus promql-check; then say "prometheus $v cached"; return; fi
     begin prometheus "$v (app $PROMETHEUS_APP_VERSION)"
-    local gomod
-    gomod=$(go_mod_file $mod "v$v")
-    new_wrapper prometheus
-    mapfile -t reps < <(replace_args "$gomod" drop-local)
-    run go mod edit -require="$mod@v$v" "${reps[@]}"
+    module_wrapper prometheus $mod "v$v" drop-local
     mkdir -p promql-check
     run cp "$check" promql-check/main.go
     run go build -mod=mod -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=$PROMETHEUS_APP_VERSION" \
