@@ -31,8 +31,8 @@ WEIGHT_BYTES_BY_FORMAT: dict[str, float] = {
     "int4": 4.125 / 8,
 }
 
-# Layer types vLLM allocates KV cache for differently from full attention. Sliding-window layers keep at most
-# `window` tokens; the planner does not model that and says so (its numbers are then an upper bound).
+# Layer types vLLM allocates KV cache for differently from full attention. Sliding-window layers keep about
+# `window` tokens (runtime.kvcache does vLLM's arithmetic for them; chunked local attention is allocated as full).
 # Linear-attention and state-space layers keep a fixed-size state instead of a KV cache: not modelled at all.
 _SLIDING = {"sliding_attention", "sliding_window", "local", "chunked_attention"}
 _FULL = {"full_attention", "attention", "global"}

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from .engine import MAX_SAFE_GPU_MEMORY_UTILIZATION, EngineSettings, large_gpu_defaults
 from .errors import PlanningError
 from .gpus import GIB, GpuFacts
+from .kvcache import ASYNC_SCHEDULING_EXTRA_BATCHES, KvCacheGroup, layer_sliding_windows, plan_kv_cache
 from .models import ModelFacts
 from .parallelism import pipeline_stage_layers, tensor_parallel_problems
 
@@ -126,6 +127,7 @@ class CapacityPlan:
     kv_bytes_per_token_per_gpu: int
     kv_bytes_per_token_per_replica: int
     kv_cache_tokens: int
+    """vLLM's "GPU KV cache size" line: sliding-window layers hold only their window (runtime.kvcache)."""
     max_model_len: int
     max_num_seqs: int
     max_num_batched_tokens: int
@@ -133,7 +135,13 @@ class CapacityPlan:
     """How many max-model-len sequences the KV cache holds at once (vLLM's "Maximum concurrency" line)."""
     max_full_length_sequences: int
     estimated_max_model_len: int
-    """Longest sequence the KV cache can hold (vLLM suggests this when max-model-len does not fit)."""
+    """Longest max_model_len the KV cache can hold (vLLM suggests this when max-model-len does not fit)."""
+    kv_cache_blocks: int
+    """Blocks of the shared pool on every GPU; a block holds one page of each layer of the widest KV cache group."""
+    kv_cache_group_windows: list[int | None]
+    """vLLM's KV cache groups: the sliding window of each (None: full attention)."""
+    max_in_flight_tokens: int
+    """Tokens scheduled but not yet settled, which sliding-window layers keep on top of their window."""
     fits: bool
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -178,11 +186,15 @@ def plan_capacity(
     kv_cache_bytes = usable - weights - other
 
     per_token = kv_bytes_per_token_per_gpu(model, tp, pp, kv_dtype_bytes)
-    page_bytes = per_token * BLOCK_SIZE_TOKENS
-    blocks = max(0, kv_cache_bytes) // page_bytes
-    kv_tokens = blocks * BLOCK_SIZE_TOKENS
-    blocks_per_sequence = math.ceil(max_model_len / BLOCK_SIZE_TOKENS)
-    full_sequences = blocks // blocks_per_sequence
+    page_bytes = kv_bytes_per_token_per_gpu(model, tp, 1, kv_dtype_bytes) // model.num_hidden_layers * BLOCK_SIZE_TOKENS
+    windows = layer_sliding_windows(model.layer_types, model.num_hidden_layers, model.sliding_window,
+                                    hybrid_kv_cache_manager="--disable-hybrid-kv-cache-manager" not in engine.extra_args)
+    async_batches = 0 if "--no-async-scheduling" in engine.extra_args else ASYNC_SCHEDULING_EXTRA_BATCHES
+    kv = plan_kv_cache(windows, pipeline_stage_layers(model.num_hidden_layers, pp), page_bytes, kv_cache_bytes,
+                       max_model_len, max_batched, block_size=BLOCK_SIZE_TOKENS, max_concurrent_batches=pp + async_batches,
+                       search_limit=max(max_model_len, model.max_position_embeddings))
+    kv_tokens = kv.kv_cache_tokens
+    full_sequences = kv.num_blocks // kv.blocks_per_request
 
     reasons: list[str] = []
     warnings: list[str] = []
@@ -192,21 +204,17 @@ def plan_capacity(
             f"({engine.gpu_memory_utilization} x {gpu.memory_gib:.2f} GiB) minus {weights / GIB:.2f} GiB weights "
             f"and {other / GIB:.2f} GiB overhead leaves {kv_cache_bytes / GIB:.2f} GiB"
         )
-    elif full_sequences < 1:
+    elif not kv.fits:
         reasons.append(
             f"the KV cache holds {kv_tokens:,} tokens, fewer than one max_model_len sequence of {max_model_len:,}; "
-            f"lower max_model_len to {kv_tokens:,} or less, use kv_cache_dtype=fp8, or add GPUs"
+            f"lower max_model_len to {kv.estimated_max_model_len:,} or less, use kv_cache_dtype=fp8, or add GPUs"
         )
     elif full_sequences < max_num_seqs:
+        needed = max_num_seqs * kv.blocks_per_request * max(kv.bytes_per_block_by_stage)
         warnings.append(
-            f"{max_num_seqs} sequences of {max_model_len:,} tokens need {max_num_seqs * blocks_per_sequence * page_bytes / GIB:.1f} "
+            f"{max_num_seqs} sequences of {max_model_len:,} tokens need {needed / GIB:.1f} "
             f"GiB of KV cache per GPU but {kv_cache_bytes / GIB:.1f} GiB is available: at most {full_sequences} run at "
             "full length at once; the rest wait or are preempted"
-        )
-    if model.sliding_window_layers:
-        warnings.append(
-            f"{model.sliding_window_layers} of {model.num_hidden_layers} layers use a {model.sliding_window}-token "
-            "sliding window; the planner counts them as full attention, so KV use is an upper bound"
         )
     if max_model_len > model.max_position_embeddings:
         reasons.append(
@@ -241,9 +249,12 @@ def plan_capacity(
         max_model_len=max_model_len,
         max_num_seqs=max_num_seqs,
         max_num_batched_tokens=max_batched,
-        max_concurrency=round(kv_tokens / max_model_len, 2),
+        max_concurrency=round(kv.max_concurrency, 2),
         max_full_length_sequences=full_sequences,
-        estimated_max_model_len=kv_tokens,
+        estimated_max_model_len=kv.estimated_max_model_len,
+        kv_cache_blocks=kv.num_blocks,
+        kv_cache_group_windows=[group.sliding_window_tokens for group in kv.groups],
+        max_in_flight_tokens=kv.max_in_flight_tokens,
         fits=not reasons,
         reasons=reasons,
         warnings=warnings,
@@ -252,10 +263,11 @@ def plan_capacity(
 
 def concurrency_table(plan: CapacityPlan, context_lengths: list[int]) -> list[tuple[int, int]]:
     """(context length, sequences the KV cache holds at that length), like the seed's concurrency tables."""
+    groups = [KvCacheGroup(window, ()) for window in plan.kv_cache_group_windows]
     rows = []
     for length in context_lengths:
-        blocks = plan.kv_cache_tokens // BLOCK_SIZE_TOKENS
-        rows.append((length, blocks // math.ceil(length / BLOCK_SIZE_TOKENS)))
+        pages = sum(group.pages_per_request(length, plan.block_size_tokens, plan.max_in_flight_tokens) for group in groups)
+        rows.append((length, plan.kv_cache_blocks // pages))
     return rows
 
 

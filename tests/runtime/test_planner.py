@@ -126,7 +126,9 @@ def test_plan_subtracts_weights_and_overheads_from_usable_memory() -> None:
     overheads = estimate_overheads(model, 1, 1, 8, 2048)
     assert plan.kv_cache_bytes_per_gpu == usable - plan.weights_bytes_per_gpu - overheads.total_bytes
     page = plan.kv_bytes_per_token_per_gpu * BLOCK_SIZE_TOKENS
-    assert plan.kv_cache_tokens == plan.kv_cache_bytes_per_gpu // page * BLOCK_SIZE_TOKENS
+    # Full attention, max_model_len a multiple of the block: vLLM's token figure is every block's tokens.
+    assert plan.kv_cache_blocks == plan.kv_cache_bytes_per_gpu // page
+    assert plan.kv_cache_tokens == plan.kv_cache_blocks * BLOCK_SIZE_TOKENS
     assert plan.max_concurrency == round(plan.kv_cache_tokens / 32768, 2)
     assert plan.fits and plan.max_full_length_sequences == 3
 
@@ -162,9 +164,39 @@ def test_overhead_override_replaces_the_estimate() -> None:
     assert plan.kv_cache_bytes_per_gpu == math.ceil(gpu.memory_bytes * 0.92) - plan.weights_bytes_per_gpu - 2 * GIB
 
 
-def test_sliding_window_models_warn_that_the_plan_is_an_upper_bound() -> None:
-    plan = plan_capacity(catalog_model("gemma-2-9b"), find_gpu("l40s"), EngineSettings(max_model_len=8192))
-    assert any("sliding window" in warning and "upper bound" in warning for warning in plan.warnings)
+def test_sliding_window_layers_hold_their_window_not_max_model_len() -> None:
+    """Gemma 2 alternates 4096-token sliding-window and full layers: vLLM puts them in two KV cache groups, and a
+    request at 8192 tokens takes the full group's 512 pages plus the window group's cdiv(4095 + in-flight, 16) + 1."""
+    model, gpu = catalog_model("gemma-2-9b"), find_gpu("l40s")
+    engine = EngineSettings(max_model_len=8192, max_num_batched_tokens=2048)
+    plan = plan_capacity(model, gpu, engine)
+    in_flight = 2 * 2048  # async scheduling keeps two batches in flight at pipeline_parallel_size 1
+    assert plan.kv_cache_group_windows == [4096, None] and plan.max_in_flight_tokens == in_flight
+    pages_per_request = 512 + math.ceil((4095 + in_flight) / 16) + 1
+    page = kv_bytes_per_token_per_gpu(model, 1, 1, 2) // model.num_hidden_layers * BLOCK_SIZE_TOKENS
+    assert plan.kv_cache_blocks == plan.kv_cache_bytes_per_gpu // (21 * page)
+    assert plan.kv_cache_tokens == int(plan.kv_cache_blocks / pages_per_request * 8192)
+    assert not any("sliding window" in warning for warning in plan.warnings)
+
+
+@pytest.mark.parametrize(
+    ("case", "max_num_batched_tokens", "hybrid_holds_more"),
+    [
+        ("window plus in-flight tokens below max_model_len: the window layers save memory", 512, True),
+        ("window plus in-flight tokens reach max_model_len: the window group needs one page more than full", 2048,
+         False),
+    ],
+)
+def test_counting_sliding_windows_as_full_attention_is_not_an_upper_bound(case: str, max_num_batched_tokens: int,
+                                                                          hybrid_holds_more: bool) -> None:
+    """What the planner did before (and vLLM does with --disable-hybrid-kv-cache-manager): one full-attention group.
+    vLLM's window group reserves window - 1 + in-flight tokens plus a straddling page, so it may hold fewer."""
+    model, gpu = catalog_model("gemma-2-9b"), find_gpu("l40s")
+    engine = EngineSettings(max_model_len=8192, max_num_batched_tokens=max_num_batched_tokens)
+    hybrid = plan_capacity(model, gpu, engine)
+    full = plan_capacity(model, gpu, engine.model_copy(update={"extra_args": ["--disable-hybrid-kv-cache-manager"]}))
+    assert full.kv_cache_group_windows == [None] and hybrid.kv_cache_group_windows == [4096, None]
+    assert (hybrid.kv_cache_tokens > full.kv_cache_tokens) is hybrid_holds_more, case
 
 
 def test_concurrency_table_counts_whole_blocks() -> None:
@@ -172,6 +204,15 @@ def test_concurrency_table_counts_whole_blocks() -> None:
     table = dict(concurrency_table(plan, [8192, 8200]))
     blocks = plan.kv_cache_tokens // BLOCK_SIZE_TOKENS
     assert table == {8192: blocks // 512, 8200: blocks // 513}
+
+
+def test_concurrency_table_of_a_hybrid_model_counts_every_group() -> None:
+    """gpt-oss alternates 128-token windows and full layers; at 8192 tokens the in-flight tokens exceed the
+    sequence, so the window group holds the whole sequence plus the page a window may straddle."""
+    plan = plan_capacity(catalog_model("gpt-oss-20b"), find_gpu("h100"), EngineSettings(max_model_len=8192))
+    assert plan.max_in_flight_tokens > 8192
+    table = dict(concurrency_table(plan, [8192, 1024]))
+    assert table == {8192: plan.kv_cache_blocks // (512 + 513), 1024: plan.kv_cache_blocks // (64 + 65)}
 
 
 def test_decode_floor_is_weights_over_hbm_bandwidth_at_zero_context() -> None:
