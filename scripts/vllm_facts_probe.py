@@ -17,8 +17,12 @@ Modes (exactly one):
       {ok, error, namespace}.
 
   --batch
-      Reads a JSON list of requests on stdin, each {"facts": {config_dir, tp, pp, kv_cache_dtype, dtype}} or
-      {"parse": [ARG...]}, and prints the JSON list of answers: one vLLM import for many cases.
+      Reads a JSON list of requests on stdin, each {"facts": {config_dir, tp, pp, kv_cache_dtype, dtype}},
+      {"kv_capacity": {config_dir, tp, pp, kv_cache_dtype, max_model_len, max_num_batched_tokens,
+      available_memory_bytes}} or {"parse": [ARG...]}, and prints the JSON list of answers: one vLLM import for
+      many cases. kv_capacity runs vLLM's own v1 KV-cache planner (get_global_kv_cache_groups,
+      get_kv_cache_configs, get_kv_cache_capacity) and reports the "GPU KV cache size" tokens and the
+      "Maximum concurrency" it would log.
 
 stdout carries only the JSON document; vLLM/torch logging goes to stderr.
 Exit status is 0 whenever the JSON was produced (check "ok"/"verify_ok").
@@ -268,6 +272,100 @@ def model_facts(config_dir: str, tp: int, pp: int, kv_cache_dtype: str, dtype: s
     return out
 
 
+# --------------------------------------------------------------------------
+# kv_capacity
+# --------------------------------------------------------------------------
+def _layer_windows(mc, cache_config, num_layers: int) -> list:
+    """Sliding window per layer as vLLM's attention layers receive it: models reading config.layer_types
+    (Gemma 2/3, gpt-oss, Llama/Mistral with layer_types) pass config.sliding_window to the layers marked
+    "sliding_attention"; otherwise CacheConfig.sliding_window (set by EngineArgs only when no layer_types exist
+    or all are sliding) applies to every layer."""
+    layer_types = getattr(mc.hf_text_config, "layer_types", None)
+    window = mc.get_sliding_window()
+    if layer_types and window:
+        return [window if kind == "sliding_attention" else None for kind in layer_types[:num_layers]]
+    return [cache_config.sliding_window] * num_layers
+
+
+def kv_capacity(request: dict) -> dict:
+    """vLLM's own KV-cache planner over the per-layer specs its attention layers would report.
+
+    Building the model (and so calling Attention.get_kv_cache_spec) needs a GPU backend, so the specs are made
+    here with the same constructor arguments get_kv_cache_spec uses: FullAttentionSpec / SlidingWindowSpec
+    (MLAAttentionSpec for MLA) with num_kv_heads = ModelConfig.get_num_kv_heads(parallel_config), head_size =
+    get_head_size(), the resolved KV dtype, and block_size 16 (vLLM's default; a sliding-window layer takes the
+    largest kernel block within the primary page, which is 16 for backends accepting multiples of 16, such as
+    FlashAttention). The CUDA defaults the CPU platform would not pick are set explicitly: async scheduling with
+    model runner V2 (pipeline_parallel_size + 1 batches in flight), hybrid KV-cache manager on, and the NHD
+    layout (with one page size per layer every layout gives the same bytes per block)."""
+    os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1"
+    from vllm.config import CacheConfig, ModelConfig, ParallelConfig, SchedulerConfig, VllmConfig
+    from vllm.distributed.utils import get_pp_indices
+    from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
+    from vllm.v1.core.kv_cache_planning import get_global_kv_cache_groups, get_kv_cache_configs
+    from vllm.v1.core.kv_cache_utils import generate_scheduler_kv_cache_config, get_kv_cache_capacity
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, MLAAttentionSpec, SlidingWindowSpec
+
+    tp, pp = int(request.get("tp", 1)), int(request.get("pp", 1))
+    kv_cache_dtype = request.get("kv_cache_dtype", "auto")
+    max_model_len = int(request["max_model_len"])
+    out: dict = {"ok": False, "error": None}
+    try:
+        mc = ModelConfig(model=request["config_dir"], tokenizer=request["config_dir"], skip_tokenizer_init=True,
+                         max_model_len=max_model_len, trust_remote_code=False)
+        cache_config = CacheConfig(block_size=16, cache_dtype=kv_cache_dtype)
+        layer_types = getattr(mc.hf_text_config, "layer_types", None)
+        if layer_types is None or all(kind == "sliding_attention" for kind in layer_types):
+            cache_config.sliding_window = mc.get_sliding_window()  # what EngineArgs.create_engine_config does
+        pc = ParallelConfig(tensor_parallel_size=tp, pipeline_parallel_size=pp)
+        batched = int(request["max_num_batched_tokens"])
+        sc = SchedulerConfig(max_num_batched_tokens=batched, max_num_seqs=256, max_model_len=max_model_len,
+                             is_encoder_decoder=False, enable_chunked_prefill=True)
+        vc = VllmConfig(model_config=mc, cache_config=cache_config, parallel_config=pc, scheduler_config=sc)
+        vc.scheduler_config.async_scheduling = True
+        vc.scheduler_config.disable_hybrid_kv_cache_manager = False
+        vc.cache_config.kv_cache_layout = "NHD"
+        out["max_concurrent_batches"] = vc.max_concurrent_batches
+        out["max_in_flight_tokens"] = vc.max_in_flight_tokens
+        dtype = kv_cache_dtype_str_to_dtype(kv_cache_dtype, mc)
+        num_layers = mc.get_total_num_hidden_layers()
+        windows = _layer_windows(mc, cache_config, num_layers)
+        specs_per_worker = []
+        for stage in range(pp):
+            start, end = get_pp_indices(num_layers, stage, pp)
+            specs = {}
+            for index in range(start, end):
+                name = f"model.layers.{index}.self_attn.attn"
+                common = {"block_size": 16, "num_kv_heads": mc.get_num_kv_heads(pc), "head_size": mc.get_head_size(),
+                          "dtype": dtype}
+                if mc.use_mla:
+                    specs[name] = MLAAttentionSpec(**common, cache_dtype_str=kv_cache_dtype)
+                elif windows[index] is not None:
+                    specs[name] = SlidingWindowSpec(**common, sliding_window=windows[index])
+                else:
+                    specs[name] = FullAttentionSpec(**common)
+            specs_per_worker.append(specs)
+        out["sliding_layers"] = sum(1 for window in windows if window is not None)
+        groups = get_global_kv_cache_groups(vc, specs_per_worker)
+        out["num_groups"] = len(groups)
+        out["group_windows"] = [getattr(g.kv_cache_spec, "sliding_window", None) for g in groups]
+        available = [int(request["available_memory_bytes"])] * pp
+        try:
+            configs = get_kv_cache_configs(vc, specs_per_worker, available, groups)
+        except ValueError as exc:
+            out["fits"] = False
+            out["error"] = str(exc)
+            out["ok"] = True
+            return out
+        scheduler_config = generate_scheduler_kv_cache_config(configs)
+        tokens, concurrency = get_kv_cache_capacity(vc, scheduler_config)
+        out.update(ok=True, fits=True, num_blocks=scheduler_config.num_blocks, kv_cache_tokens=tokens,
+                   max_concurrency=concurrency, logged_max_concurrency=f"{concurrency:.2f}")
+    except Exception as exc:
+        out["error"] = _err(exc)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     rest: list[str] = []
@@ -296,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
             for request in json.load(sys.stdin):
                 if "parse" in request:
                     answers.append(parse_serve_args(list(request["parse"])))
+                elif "kv_capacity" in request:
+                    answers.append(kv_capacity(request["kv_capacity"]))
                 else:
                     facts = request["facts"]
                     answers.append(model_facts(facts["config_dir"], int(facts.get("tp", 1)), int(facts.get("pp", 1)),

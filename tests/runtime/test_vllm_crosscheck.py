@@ -1,4 +1,5 @@
-"""Cross-check against vLLM 0.33 itself: per-token KV bytes, TP verdicts and the rendered argument lists.
+"""Cross-check against vLLM 0.33 itself: per-token KV bytes, TP verdicts, KV-cache capacity and the rendered argument
+lists.
 
 vLLM runs in its own venv (scripts/vllm-crosscheck-env.sh; `make test` sets it up and exports
 VLLM_CROSSCHECK_PYTHON). One subprocess answers every case (scripts/vllm_facts_probe.py --batch), on CPU, offline:
@@ -8,7 +9,9 @@ each catalog model is written out as a config.json and loaded by vllm.config.Mod
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import subprocess
 from functools import cache
 from pathlib import Path
@@ -18,9 +21,10 @@ import pytest
 
 from vllm_pulumi.runtime.derive import plan_deployment
 from vllm_pulumi.runtime.engine import EngineSettings
+from vllm_pulumi.runtime.gpus import GIB, find_gpu
 from vllm_pulumi.runtime.models import CATALOG, catalog_model
 from vllm_pulumi.runtime.parallelism import tensor_parallel_problems
-from vllm_pulumi.runtime.planner import kv_bytes_per_token_per_gpu
+from vllm_pulumi.runtime.planner import CapacityPlan, kv_bytes_per_token_per_gpu, plan_capacity
 from vllm_pulumi.runtime.spec import parse_deployment
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,6 +35,20 @@ pytestmark = pytest.mark.vllm
 
 # (tp, pp, kv cache dtype) per model: one plain, one split across GPUs with fp8, one size vLLM refuses for most.
 LAYOUTS = [(1, 1, "auto"), (8, 2, "fp8"), (5, 1, "auto")]
+
+# KV capacity per model: (tp, pp, kv cache dtype, max_model_len or None for the model's own, max_num_batched_tokens,
+# KV memory per GPU). A roomy single GPU at 32K, a TP x PP split at full context (three batches in flight), and a
+# GPU too small for the full context, where vLLM refuses to start and suggests a max_model_len.
+KV_LAYOUTS = [(1, 1, "auto", 32768, 8192, 20 * GIB), (8, 2, "fp8", None, 2048, 3 * GIB),
+              (1, 1, "auto", None, 8192, 1 * GIB)]
+KV_CASES = [
+    (catalog_id, *layout) for catalog_id in CATALOG for layout in KV_LAYOUTS
+    if not tensor_parallel_problems(catalog_model(catalog_id), layout[0])
+]
+
+
+def _kv_max_model_len(catalog_id: str, max_model_len: int | None) -> int:
+    return min(max_model_len or 10**9, catalog_model(catalog_id).max_position_embeddings)
 
 
 def vllm_python() -> Path:
@@ -50,6 +68,11 @@ def _answers(python: str, config_root: str) -> list[dict[str, Any]]:
         (directory / "config.json").write_text(json.dumps(_language_model_config(config)))
         for tp, pp, kv in LAYOUTS:
             requests.append({"facts": {"config_dir": str(directory), "tp": tp, "pp": pp, "kv_cache_dtype": kv}})
+    for catalog_id, tp, pp, kv, max_model_len, batched, available in KV_CASES:
+        requests.append({"kv_capacity": {
+            "config_dir": str(Path(config_root) / catalog_id), "tp": tp, "pp": pp, "kv_cache_dtype": kv,
+            "max_model_len": _kv_max_model_len(catalog_id, max_model_len), "max_num_batched_tokens": batched,
+            "available_memory_bytes": available}})
     for stack in ("local", "edge", "prod", "multinode"):
         for plan in plan_deployment(_stack_spec(stack)):
             requests.append({"parse": plan.args})
@@ -106,6 +129,43 @@ def test_kv_bytes_per_token_and_tp_verdict_match_vllm(answers: list[dict[str, An
         dtype_bytes = EngineSettings(kv_cache_dtype=kv).kv_dtype_bytes()  # type: ignore[arg-type]
         assert kv_bytes_per_token_per_gpu(model, tp, pp, dtype_bytes) == \
             answer["kv_bytes_per_token_per_rank_worst_stage"], answer
+
+
+def _plan_with_kv_memory(catalog_id: str, tp: int, pp: int, kv: str, max_model_len: int, batched: int,
+                         available: int) -> CapacityPlan:
+    """The planner's figures with exactly ``available`` bytes of KV memory per GPU: the overhead is chosen to leave
+    it (negative where the weights alone exceed one GPU; only the KV arithmetic is under test here)."""
+    model, gpu = catalog_model(catalog_id), find_gpu("h100")
+    engine = EngineSettings(tensor_parallel_size=tp, pipeline_parallel_size=pp, kv_cache_dtype=kv,  # type: ignore[arg-type]
+                            max_model_len=max_model_len, max_num_batched_tokens=batched)
+    roomy = plan_capacity(model, gpu, engine, overhead_bytes=0)
+    usable = math.ceil(roomy.gpu_memory_bytes * roomy.gpu_memory_utilization)
+    plan = plan_capacity(model, gpu, engine, overhead_bytes=usable - roomy.weights_bytes_per_gpu - available)
+    assert plan.kv_cache_bytes_per_gpu == available
+    return plan
+
+
+@pytest.mark.parametrize(("catalog_id", "tp", "pp", "kv", "max_model_len", "batched", "available"), KV_CASES)
+def test_kv_cache_tokens_and_concurrency_match_vllm(answers: list[dict[str, Any]], catalog_id: str, tp: int, pp: int,
+                                                    kv: str, max_model_len: int | None, batched: int,
+                                                    available: int) -> None:
+    """vLLM's planner (get_global_kv_cache_groups -> get_kv_cache_configs -> get_kv_cache_capacity) over the specs
+    its attention layers would report: the "GPU KV cache size" tokens, the "Maximum concurrency" figure, the
+    blocks, the groups, and the start-up verdict with vLLM's suggested max_model_len."""
+    answer = answers[len(CASES) + KV_CASES.index((catalog_id, tp, pp, kv, max_model_len, batched, available))]
+    assert answer["ok"], answer["error"]
+    length = _kv_max_model_len(catalog_id, max_model_len)
+    plan = _plan_with_kv_memory(catalog_id, tp, pp, kv, length, batched, available)
+    assert answer["max_concurrent_batches"] == pp + 1 and plan.max_in_flight_tokens == answer["max_in_flight_tokens"]
+    assert plan.kv_cache_group_windows == answer["group_windows"]
+    assert plan.fits is answer["fits"], answer["error"]
+    if answer["fits"]:
+        assert (plan.kv_cache_blocks, plan.kv_cache_tokens, plan.max_concurrency) == \
+            (answer["num_blocks"], answer["kv_cache_tokens"], round(answer["max_concurrency"], 2)), answer
+        assert f"{plan.max_concurrency:.2f}" == answer["logged_max_concurrency"]
+    else:
+        suggested = re.search(r"estimated maximum model length is (\d+)", answer["error"])
+        assert plan.estimated_max_model_len == (int(suggested.group(1)) if suggested else 0), answer["error"]
 
 
 def test_every_reference_stack_argument_list_parses_with_vllm(answers: list[dict[str, Any]]) -> None:
