@@ -22,7 +22,7 @@ import pytest
 from vllm_pulumi.runtime.derive import plan_deployment
 from vllm_pulumi.runtime.engine import EngineSettings
 from vllm_pulumi.runtime.gpus import GIB, find_gpu
-from vllm_pulumi.runtime.models import CATALOG, catalog_model
+from vllm_pulumi.runtime.models import CATALOG, ModelFacts, catalog_model, parse_config
 from vllm_pulumi.runtime.parallelism import tensor_parallel_problems
 from vllm_pulumi.runtime.planner import CapacityPlan, kv_bytes_per_token_per_gpu, plan_capacity
 from vllm_pulumi.runtime.spec import parse_deployment
@@ -41,14 +41,27 @@ LAYOUTS = [(1, 1, "auto"), (8, 2, "fp8"), (5, 1, "auto")]
 # GPU too small for the full context, where vLLM refuses to start and suggests a max_model_len.
 KV_LAYOUTS = [(1, 1, "auto", 32768, 8192, 20 * GIB), (8, 2, "fp8", None, 2048, 3 * GIB),
               (1, 1, "auto", None, 8192, 1 * GIB)]
+# Configs outside the catalog whose KV layout the catalog lacks: a window on every layer and no layer_types
+# (Mistral 7B v0.1 style), which vLLM applies through CacheConfig.sliding_window.
+KV_EXTRA_CONFIGS: dict[str, dict[str, Any]] = {
+    "mistral-7b-window-4096": {**CATALOG["mistral-7b"][1], "sliding_window": 4096},
+}
+
+
+def _kv_model(model_id: str) -> ModelFacts:
+    if model_id in KV_EXTRA_CONFIGS:
+        return parse_config(KV_EXTRA_CONFIGS[model_id], model_id)
+    return catalog_model(model_id)
+
+
 KV_CASES = [
-    (catalog_id, *layout) for catalog_id in CATALOG for layout in KV_LAYOUTS
-    if not tensor_parallel_problems(catalog_model(catalog_id), layout[0])
+    (model_id, *layout) for model_id in [*CATALOG, *KV_EXTRA_CONFIGS] for layout in KV_LAYOUTS
+    if not tensor_parallel_problems(_kv_model(model_id), layout[0])
 ]
 
 
-def _kv_max_model_len(catalog_id: str, max_model_len: int | None) -> int:
-    return min(max_model_len or 10**9, catalog_model(catalog_id).max_position_embeddings)
+def _kv_max_model_len(model_id: str, max_model_len: int | None) -> int:
+    return min(max_model_len or 10**9, _kv_model(model_id).max_position_embeddings)
 
 
 def vllm_python() -> Path:
@@ -68,6 +81,10 @@ def _answers(python: str, config_root: str) -> list[dict[str, Any]]:
         (directory / "config.json").write_text(json.dumps(_language_model_config(config)))
         for tp, pp, kv in LAYOUTS:
             requests.append({"facts": {"config_dir": str(directory), "tp": tp, "pp": pp, "kv_cache_dtype": kv}})
+    for model_id, config in KV_EXTRA_CONFIGS.items():
+        directory = Path(config_root) / model_id
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "config.json").write_text(json.dumps(config))
     for catalog_id, tp, pp, kv, max_model_len, batched, available in KV_CASES:
         requests.append({"kv_capacity": {
             "config_dir": str(Path(config_root) / catalog_id), "tp": tp, "pp": pp, "kv_cache_dtype": kv,
@@ -135,7 +152,7 @@ def _plan_with_kv_memory(catalog_id: str, tp: int, pp: int, kv: str, max_model_l
                          available: int) -> CapacityPlan:
     """The planner's figures with exactly ``available`` bytes of KV memory per GPU: the overhead is chosen to leave
     it (negative where the weights alone exceed one GPU; only the KV arithmetic is under test here)."""
-    model, gpu = catalog_model(catalog_id), find_gpu("h100")
+    model, gpu = _kv_model(catalog_id), find_gpu("h100")
     engine = EngineSettings(tensor_parallel_size=tp, pipeline_parallel_size=pp, kv_cache_dtype=kv,  # type: ignore[arg-type]
                             max_model_len=max_model_len, max_num_batched_tokens=batched)
     roomy = plan_capacity(model, gpu, engine, overhead_bytes=0)
