@@ -70,6 +70,18 @@ def build_report(model: ModelFacts, gpu: GpuFacts, engine: EngineSettings, layou
     return report
 
 
+def _groups_text(report: dict[str, object]) -> str:
+    """vLLM's KV cache groups, e.g. "7: 6 x 1024-token window, 1 x full attention; 16,709 blocks"."""
+    windows: list[int | None] = report["kv_cache_group_windows"]  # type: ignore[assignment]
+    kinds = {window: windows.count(window) for window in windows}
+    parts = [f"{count} x {'full attention' if window is None else f'{window}-token window'}"
+             for window, count in kinds.items()]
+    text = f"{len(windows)}: {', '.join(parts)}; {int(report['kv_cache_blocks']):,} blocks"  # type: ignore[call-overload]
+    if any(window is not None for window in windows):
+        text += f", {int(report['max_in_flight_tokens']):,} tokens in flight"  # type: ignore[call-overload]
+    return text
+
+
 def _table(report: dict[str, object], model: ModelFacts, gpu: GpuFacts) -> str:
     def gib(key: str) -> str:
         return f"{int(report[key]) / GIB:,.2f} GiB"  # type: ignore[call-overload]
@@ -88,6 +100,7 @@ def _table(report: dict[str, object], model: ModelFacts, gpu: GpuFacts) -> str:
         f"  overhead per GPU           {gib('activation_peak_bytes')} activations + {gib('non_torch_bytes')} "
         f"non-torch + {gib('cuda_graph_bytes')} CUDA graphs",
         f"  KV cache per GPU           {gib('kv_cache_bytes_per_gpu')}",
+        f"  KV cache groups            {_groups_text(report)}",
         f"  KV cache tokens (replica)  {int(report['kv_cache_tokens']):,}",  # type: ignore[call-overload]
         f"  max concurrency            {report['max_concurrency']}x at max_model_len "
         f"{int(report['max_model_len']):,}",  # type: ignore[call-overload]

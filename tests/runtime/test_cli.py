@@ -31,6 +31,22 @@ def test_table_shows_the_seed_style_concurrency_table(capsys: pytest.CaptureFixt
     assert "context tokens   concurrent sequences" in out and "verdict                    fits" in out
 
 
+@pytest.mark.parametrize(
+    ("case", "model", "groups_line"),
+    [
+        ("full attention: one group", "llama-3.1-8b", "KV cache groups            1: 1 x full attention; "),
+        ("Gemma 3 5:1 hybrid: six window groups and one full", "gemma-3-27b",
+         "KV cache groups            7: 6 x 1024-token window, 1 x full attention; "),
+    ],
+)
+def test_table_names_vllms_kv_cache_groups(capsys: pytest.CaptureFixture[str], case: str, model: str,
+                                            groups_line: str) -> None:
+    assert main(["plan", "--model", model, "--gpu", "h100-sxm", "--max-model-len", "32768"]) == 0
+    out = capsys.readouterr().out
+    assert groups_line in out, case
+    assert ("tokens in flight" in out) is (model == "gemma-3-27b")
+
+
 def test_settings_that_do_not_fit_exit_1_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--model", "llama-3-70b", "--gpu", "h100", "--max-model-len", "8192", "--json"]) == 1
     assert "no memory left for the KV cache" in json.loads(capsys.readouterr().out)["reasons"][0]
