@@ -84,14 +84,18 @@ class PlanResult:
     """The planner refused the settings outright (an invalid TP size): another rule reports that."""
 
 
+_KV_LAYOUT_FLAGS = ("disable-hybrid-kv-cache-manager", "no-async-scheduling")
+
+
 @lru_cache(maxsize=512)
 def _plan(model: ModelFacts, gpu_id: str, key: tuple[Any, ...]) -> PlanResult:
     gpu = find_gpu(gpu_id)
-    tp, pp, max_len, seqs, batched, utilization, kv_dtype = key
+    tp, pp, max_len, seqs, batched, utilization, kv_dtype, kv_flags = key
     try:
         engine = EngineSettings(
             tensor_parallel_size=tp, pipeline_parallel_size=pp, max_model_len=max_len, max_num_seqs=seqs,
             max_num_batched_tokens=batched, gpu_memory_utilization=utilization, kv_cache_dtype=kv_dtype,
+            extra_args=list(kv_flags),
         )
     except ValidationError as error:
         return PlanResult(None, "engine settings out of range: " + "; ".join(e["msg"] for e in error.errors()))
@@ -124,6 +128,8 @@ def capacity_plan(server: Server) -> PlanResult:
     kv_dtype = command.value("kv-cache-dtype") or "auto"
     if kv_dtype not in _KV_DTYPES:
         return PlanResult(None, f"--kv-cache-dtype {kv_dtype!r} is not one the planner knows")
+    # Flags that change how vLLM sizes sliding-window layers and in-flight tokens (runtime.kvcache).
+    kv_flags = tuple(f"--{flag}" for flag in _KV_LAYOUT_FLAGS if command.has(flag))
     key = (tp, pp, values["max-model-len"], values["max-num-seqs"], values["max-num-batched-tokens"], utilization,
-           kv_dtype)
+           kv_dtype, kv_flags)
     return _plan(server.model, server.gpu.id, key)

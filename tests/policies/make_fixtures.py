@@ -182,6 +182,13 @@ fx(R, "passes", "reference", "8B, FP8 KV cache, 32K context on a 4090: ~101K tok
 d = base("Deployment"); setarg(d, "--max-model-len", "32k")
 fx(R, "passes", "human-readable-length", "--max-model-len=32k (vLLM's human-readable form).", d)
 fx(R, "passes", "multi-node", "405B over 16 H100s.", base("LeaderWorkerSet", multi=True))
+def gemma3_on_h100(*flags):
+    d = base("Deployment"); vllm(d)["args"][0] = "/models/gemma-3-27b"; pod(d)["nodeSelector"]["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
+    setarg(d, "--max-model-len", 131072); setarg(d, "--kv-cache-dtype", remove=True); setarg(d, "--max-num-seqs", remove=True)
+    for flag in flags: setarg(d, flag)
+    return d
+fx(R, "passes", "sliding-window-layers", "Gemma 3 27B at 131,072 tokens on one H100: 52 of 62 layers keep a 1,024-token window, so vLLM fits it (counted as full attention it would not).", gemma3_on_h100())
+fx(R, "fires", "hybrid-kv-cache-manager-disabled", "The same Gemma 3 with --disable-hybrid-kv-cache-manager: vLLM allocates every layer as full attention and refuses 131,072 tokens.", gemma3_on_h100("--disable-hybrid-kv-cache-manager"))
 
 R = "kv-cache-concurrency"
 d = base("Deployment"); setarg(d, "--max-num-seqs", 8)
