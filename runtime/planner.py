@@ -175,8 +175,11 @@ def plan_capacity(
         )
     default_seqs, default_batched = large_gpu_defaults(gpu.memory_gib)
     max_num_seqs = engine.max_num_seqs or default_seqs
-    max_batched = engine.max_num_batched_tokens or default_batched
     max_model_len = engine.max_model_len or model.max_position_embeddings
+    max_batched = engine.max_num_batched_tokens or default_batched
+    if engine.max_num_batched_tokens is None and not engine.enable_chunked_prefill:
+        # vLLM's EngineArgs: without chunked prefill a whole prompt is one batch, so the default is raised to it.
+        max_batched = max(max_model_len, default_batched)
     kv_dtype_bytes = engine.kv_dtype_bytes(model.native_dtype_bytes)
 
     weights = max(weights_bytes_per_stage(model, tp, pp))

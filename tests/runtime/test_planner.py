@@ -199,6 +199,24 @@ def test_counting_sliding_windows_as_full_attention_is_not_an_upper_bound(case: 
     assert (hybrid.kv_cache_tokens > full.kv_cache_tokens) is hybrid_holds_more, case
 
 
+@pytest.mark.parametrize(
+    ("case", "chunked_prefill", "max_num_batched_tokens", "expected_batched"),
+    [
+        ("chunked prefill: vLLM's GPU default", True, None, 8192),
+        ("no chunked prefill: the default is raised to max_model_len", False, None, 32768),
+        ("no chunked prefill, set explicitly: kept", False, 40000, 40000),
+    ],
+)
+def test_batched_tokens_default_follows_chunked_prefill(case: str, chunked_prefill: bool,
+                                                        max_num_batched_tokens: int | None,
+                                                        expected_batched: int) -> None:
+    engine = EngineSettings(max_model_len=32768, enable_chunked_prefill=chunked_prefill,
+                            max_num_batched_tokens=max_num_batched_tokens)
+    plan = plan_capacity(catalog_model("gpt-oss-20b"), find_gpu("h100"), engine)
+    assert plan.max_num_batched_tokens == expected_batched, case
+    assert plan.max_in_flight_tokens == 2 * expected_batched
+
+
 def test_concurrency_table_counts_whole_blocks() -> None:
     plan = plan_capacity(catalog_model("llama-3.1-8b"), find_gpu("h100"), EngineSettings(max_model_len=8192))
     table = dict(concurrency_table(plan, [8192, 8200]))
