@@ -305,8 +305,8 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
     if not capacity.fits:
         raise PlanningError(
             f"{path}.engine.max_model_len", capacity.max_model_len, "; ".join(capacity.reasons),
-            f"with these GPUs the KV cache holds {capacity.estimated_max_model_len:,} tokens: lower max_model_len, "
-            "set kv_cache_dtype: fp8, or raise tensor_parallel_size",
+            f"with these GPUs vLLM starts with max_model_len up to {capacity.estimated_max_model_len:,}: lower "
+            "max_model_len, set kv_cache_dtype: fp8, or raise tensor_parallel_size",
         )
 
     hf_repo = model_spec.hf_repo or facts.hf_id
