@@ -298,7 +298,18 @@ def kv_capacity(request: dict) -> dict:
     FlashAttention). The CUDA defaults the CPU platform would not pick are set explicitly: async scheduling with
     model runner V2 (pipeline_parallel_size + 1 batches in flight), hybrid KV-cache manager on, and the NHD
     layout (with one page size per layer every layout gives the same bytes per block)."""
-    os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1"
+    previous = os.environ.get("VLLM_USE_V2_MODEL_RUNNER")
+    os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1"  # the CUDA default (Triton present); read when the config is used
+    try:
+        return _kv_capacity(request)
+    finally:
+        if previous is None:
+            os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
+        else:
+            os.environ["VLLM_USE_V2_MODEL_RUNNER"] = previous
+
+
+def _kv_capacity(request: dict) -> dict:
     from vllm.config import CacheConfig, ModelConfig, ParallelConfig, SchedulerConfig, VllmConfig
     from vllm.distributed.utils import get_pp_indices
     from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
