@@ -129,6 +129,11 @@ class GpuNodePoolSpec(StrictModel):
         if self.min_size != 0:
             raise ValueError(f"min_size {self.min_size}: Karpenter keeps no minimum of nodes, it launches them for "
                              "Pending pods; use min_size 0 (models' replicas keep nodes up)")
+        restricted = sorted(key for key in self.labels
+                            if key.split("/", 1)[0].endswith("karpenter.sh") or key == "kubernetes.io/hostname")
+        if restricted:
+            raise ValueError(f"labels {', '.join(restricted)} are set by Karpenter itself and refused in a NodePool "
+                             "template; use a label of your own domain")
         if len(set(self.capacity_types)) != len(self.capacity_types):
             raise ValueError(f"capacity_types {self.capacity_types} repeats a type; list each once")
         if self.provisioner == "auto-mode":

@@ -268,3 +268,27 @@ def test_karpenter_stack_validates_against_the_pinned_crds_and_plans_on_the_smal
     shape = plan_deployment(spec)[0].node_shape
     assert (shape.instance_type, shape.gpu.id, shape.gpu_names, shape.provisioner) == (
         "p5.48xlarge", "h100-sxm", ("h100", "h200"), "karpenter")
+
+
+@pytest.mark.parametrize("pool", [
+    pytest.param({**KARPENTER_POOL, "gpu": "l40s"}, id="karpenter-by-gpu"),
+    pytest.param({**KARPENTER_POOL, "gpu": "l4", "gpus_per_node": 1, "capacity_types": ["on-demand", "spot"]},
+                 id="karpenter-weighted"),
+    pytest.param({**KARPENTER_POOL, "gpu": "l4", "gpus_per_node": 1, "capacity_types": ["reserved", "on-demand"],
+                  "capacity_reservation_id": "cr-0123456789abcdef0"}, id="karpenter-reserved"),
+    pytest.param({**KARPENTER_POOL, "gpu": "l4", "gpus_per_node": 1, "security_group_ids": [],
+                  "security_group_tags": {"karpenter.sh/discovery": "ml"}, "node_role_arn": None,
+                  "instance_profile": "KarpenterNodeInstanceProfile", "ami_type": "BOTTLEROCKET_x86_64_NVIDIA",
+                  "ami_alias": "bottlerocket@v1.40.0"}, id="karpenter-bottlerocket-instance-profile-tags"),
+    pytest.param({**AUTO_MODE_POOL, "gpu": "l4", "gpus_per_node": 1, "capacity_types": ["spot", "on-demand"]},
+                 id="auto-mode"),
+])
+def test_every_rendered_node_pool_and_node_class_validates_against_the_pinned_crds(pool: dict[str, Any]) -> None:
+    objects = [o for o in build_manifests(eks_stack(pool)) if o["kind"] in ("NodePool", "EC2NodeClass")]
+    assert objects
+    validate_all(objects)
+
+
+def test_restricted_template_labels_are_refused() -> None:
+    with pytest.raises(SpecError, match="karpenter.sh"):
+        eks_stack({**KARPENTER_POOL, "gpu": "l4", "labels": {"karpenter.sh/nodepool": "x"}})
