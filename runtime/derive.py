@@ -229,7 +229,8 @@ def _node_setting(shape: NodeShape, quantity: str) -> str | None:
     if shape.setting is None:
         return None
     if shape.setting.startswith("cluster.node_pools"):
-        return f"{shape.setting}.{'disk_size_gib' if quantity == 'ephemeral_storage_gib' else 'instance_type'}"
+        kind = "instance_types" if shape.provisioner in ("karpenter", "auto-mode") else "instance_type"
+        return f"{shape.setting}.{'disk_size_gib' if quantity == 'ephemeral_storage_gib' else kind}"
     if shape.instance_type is not None and quantity != "ephemeral_storage_gib":
         return f"{shape.setting}.instance_type"
     return f"{shape.setting}.{quantity}"

@@ -138,7 +138,8 @@ class GpuNodePoolSpec(StrictModel):
             raise ValueError(f"capacity_types {self.capacity_types} repeats a type; list each once")
         if self.provisioner == "auto-mode":
             aws_only = [key for key in ("instance_profile", "security_group_ids", "security_group_tags", "ami_alias",
-                                        "node_role_arn", "efa", "placement_group") if getattr(self, key)]
+                                        "node_role_arn", "efa", "placement_group", "disk_size_gib")
+                        if getattr(self, key)]
             if aws_only:
                 raise ValueError(f"{', '.join(aws_only)} belong to an EC2NodeClass, which auto-mode does not use "
                                  "(its built-in NodeClass `default` sets them); remove them, or use provisioner karpenter")
@@ -156,8 +157,9 @@ class GpuNodePoolSpec(StrictModel):
         if not self.security_group_ids and not self.security_group_tags:
             raise ValueError("provisioner karpenter needs security_group_ids or security_group_tags (e.g. "
                              "{karpenter.sh/discovery: <cluster name>}) for the EC2NodeClass")
-        if "reserved" in self.effective_capacity_types and not self.capacity_reservation_id:
-            raise ValueError("capacity type reserved needs capacity_reservation_id (the EC2NodeClass selects it)")
+        if ("reserved" in self.effective_capacity_types) != bool(self.capacity_reservation_id):
+            raise ValueError("capacity type reserved and capacity_reservation_id go together (the EC2NodeClass "
+                             "selects the reservation by id): add the one that is missing")
         return self
 
     @property
