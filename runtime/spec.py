@@ -86,7 +86,8 @@ class GpuNodePoolSpec(StrictModel):
     gpu: str | None = Field(
         None, description="karpenter/auto-mode without instance types: every EC2 type carrying this GPU (catalog id).")
     gpus_per_node: int | None = Field(
-        None, ge=1, le=16, description="karpenter/auto-mode with gpu: only types with this many GPUs; None: the largest.")
+        None, ge=1, le=16,
+        description="karpenter/auto-mode with gpu: only types with this many GPUs; None: the largest count.")
     capacity_types: list[Literal["reserved", "spot", "on-demand"]] = Field(
         default_factory=list, description="karpenter/auto-mode: capacity types in order of preference, each a "
         "fallback for the one before (e.g. [spot, on-demand]); empty: capacity_type's one.")
@@ -142,7 +143,8 @@ class GpuNodePoolSpec(StrictModel):
                         if getattr(self, key)]
             if aws_only:
                 raise ValueError(f"{', '.join(aws_only)} belong to an EC2NodeClass, which auto-mode does not use "
-                                 "(its built-in NodeClass `default` sets them); remove them, or use provisioner karpenter")
+                                 "(its built-in NodeClass `default` sets them); remove them, or use provisioner "
+                                 "karpenter")
             if "reserved" in self.capacity_types or self.capacity_type == "CAPACITY_BLOCK":
                 raise ValueError("reserved capacity needs a NodeClass with capacityReservationSelectorTerms; Auto "
                                  "Mode's built-in `default` has none: use provisioner karpenter")
