@@ -54,7 +54,8 @@ Provisioner = Literal["managed-node-group", "karpenter", "auto-mode"]
 class GpuNodePoolSpec(StrictModel):
     """An EKS managed node group of GPU nodes on an existing cluster."""
 
-    name: str = Field(pattern=DNS_LABEL, description="Node group name suffix.")
+    name: str = Field(pattern=DNS_LABEL, description="Node group name suffix; for karpenter and auto-mode the name "
+                      "of the NodePool and EC2NodeClass, which are cluster-wide: unique among the cluster's NodePools.")
     instance_type: str | None = Field(
         None, description="EC2 GPU instance type, e.g. p5.48xlarge; sets the GPU and its count. Required for a "
         "managed-node-group; for karpenter and auto-mode one way (with instance_types and gpu) to name the types.")
