@@ -90,7 +90,7 @@ def _answers(python: str, config_root: str) -> list[dict[str, Any]]:
             "config_dir": str(Path(config_root) / catalog_id), "tp": tp, "pp": pp, "kv_cache_dtype": kv,
             "max_model_len": _kv_max_model_len(catalog_id, max_model_len), "max_num_batched_tokens": batched,
             "available_memory_bytes": available}})
-    for stack in ("local", "edge", "prod", "multinode"):
+    for stack in ("local", "edge", "prod", "multinode", "karpenter"):
         for plan in plan_deployment(_stack_spec(stack)):
             requests.append({"parse": plan.args})
     requests.append({"parse": EngineSettings(extra_args=[]).to_args("m") + ["--disable-graceful-shutdown"]})
