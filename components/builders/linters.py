@@ -1,0 +1,62 @@
+"""Exemptions for the linters platform teams run over manifests, in the form each linter reads.
+
+kube-score (github.com/zegl/kube-score) skips a check on an object whose ``kube-score/ignore`` annotation lists the
+check's id (comma-separated; for pod checks the workload's own metadata counts). Every id here is a finding that
+stays on purpose; docs/linters.md gives the reason at length, and tests/policies/test_kube_score.py fails on any
+finding that is neither fixed nor listed there. Findings that were right to fix are fixed in the builders instead
+(ephemeral-storage requests and limits, distinct readiness and liveness probes).
+"""
+
+from __future__ import annotations
+
+from ...runtime.derive import ServingPlan
+
+KUBE_SCORE_IGNORE = "kube-score/ignore"
+
+# Why each stays, in one line (docs/linters.md has the long form).
+KUBE_SCORE_REASONS: dict[str, str] = {
+    "container-resources": "CPU limits throttle vLLM's scheduler loop; memory limits are set where the spec sets them",
+    "container-image-pull-policy": "images are pinned release tags; IfNotPresent starts pods from pre-pulled ~20 GB "
+                                   "images without a registry round trip",
+    "container-security-context-user-group-id": "the upstream images run as root (Ray, site-packages); every "
+                                                "capability is dropped instead",
+    "container-security-context-readonlyrootfilesystem": "libraries still write outside the redirected caches; "
+                                                         "the writable layer is bounded by ephemeral-storage",
+    "pod-networkpolicy": "ingress is covered; egress destinations (DNS, hub, S3, proxies) are the cluster's, and a "
+                         "NetworkPolicy cannot name hosts",
+    "deployment-replicas": "a replica is whole GPUs; the count is the capacity plan's or the autoscaler's",
+    "deployment-has-host-podantiaffinity": "GPU requests already bound pods per node; anti-affinity would forbid "
+                                           "packing small replicas on multi-GPU nodes",
+    "service-targets-pod": "the Service selects LeaderWorkerSet leader pods, a kind kube-score does not read",
+}
+
+# Pod checks that stay on every pod this package renders (serving pods and the hydration Job alike).
+_POD_CHECKS = ("container-resources", "container-image-pull-policy", "container-security-context-user-group-id",
+               "container-security-context-readonlyrootfilesystem")
+_DEPLOYMENT_CHECKS = ("deployment-replicas", "deployment-has-host-podantiaffinity")
+
+
+def _annotation(checks: list[str]) -> dict[str, str]:
+    return {KUBE_SCORE_IGNORE: ",".join(checks)} if checks else {}
+
+
+def _pod_checks(plan: ServingPlan) -> list[str]:
+    checks = list(_POD_CHECKS)
+    # Only where the stack renders the ingress NetworkPolicy: without it kube-score's ingress finding is right.
+    if plan.spec.network.network_policy:
+        checks.append("pod-networkpolicy")
+    return checks
+
+
+def workload_exemptions(plan: ServingPlan) -> dict[str, str]:
+    """The serving Deployment's or LeaderWorkerSet's annotation (kube-score reads no LeaderWorkerSet today; the
+    annotation says the same for a linter that does)."""
+    return _annotation(_pod_checks(plan) + ([] if plan.multi_node else list(_DEPLOYMENT_CHECKS)))
+
+
+def hydration_exemptions(plan: ServingPlan) -> dict[str, str]:
+    return _annotation(_pod_checks(plan))
+
+
+def service_exemptions(plan: ServingPlan) -> dict[str, str]:
+    return _annotation(["service-targets-pod"] if plan.multi_node else [])
