@@ -2,7 +2,8 @@
 
 Every number comes from the ServingPlan; this module only places the numbers. What the seed's reference manifest got
 wrong for vLLM 0.33 is fixed here: drain is ``--shutdown-timeout`` (in plan.args) plus a native preStop sleep, the
-liveness window covers the grace period, the startup window covers the startup budget, and probes use /health.
+liveness window covers the grace period, the startup window covers the startup budget, startup and liveness use
+/health and readiness /ping (the same engine check, distinct failure budgets).
 """
 
 from __future__ import annotations
