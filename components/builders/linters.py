@@ -1,7 +1,8 @@
 """Exemptions for the linters platform teams run over manifests, in the form each linter reads.
 
 kube-score (github.com/zegl/kube-score) skips a check on an object whose ``kube-score/ignore`` annotation lists the
-check's id (comma-separated; for pod checks the workload's own metadata counts). Every id here is a finding that
+check's id (comma-separated; for pod checks the workload's own metadata counts), optional checks a platform enables
+included. Every id here is a finding that
 stays on purpose; docs/linters.md gives the reason at length, and tests/policies/test_kube_score.py fails on any
 finding that is neither fixed nor listed there. Findings that were right to fix are fixed in the builders instead
 (ephemeral-storage requests and limits, distinct readiness and liveness probes).
@@ -16,6 +17,10 @@ KUBE_SCORE_IGNORE = "kube-score/ignore"
 # Why each stays, in one line (docs/linters.md has the long form).
 KUBE_SCORE_REASONS: dict[str, str] = {
     "container-resources": "CPU limits throttle vLLM's scheduler loop; memory limits are set where the spec sets them",
+    # Optional checks (off unless a platform enables them): Guaranteed QoS needs CPU limits, see container-resources.
+    "container-resource-requests-equal-limits": "no CPU limit (throttling), so requests cannot equal limits",
+    "container-cpu-requests-equal-limits": "no CPU limit (throttling), so requests cannot equal limits",
+    "container-memory-requests-equal-limits": "a memory limit only where the spec sets one",
     "container-image-pull-policy": "images are pinned release tags; IfNotPresent starts pods from pre-pulled ~20 GB "
                                    "images without a registry round trip",
     "container-security-context-user-group-id": "the upstream images run as root (Ray, site-packages); every "
@@ -31,8 +36,9 @@ KUBE_SCORE_REASONS: dict[str, str] = {
 }
 
 # Pod checks that stay on every pod this package renders (serving pods and the hydration Job alike).
-_POD_CHECKS = ("container-resources", "container-image-pull-policy", "container-security-context-user-group-id",
-               "container-security-context-readonlyrootfilesystem")
+_POD_CHECKS = ("container-resources", "container-resource-requests-equal-limits", "container-cpu-requests-equal-limits",
+               "container-memory-requests-equal-limits", "container-image-pull-policy",
+               "container-security-context-user-group-id", "container-security-context-readonlyrootfilesystem")
 _DEPLOYMENT_CHECKS = ("deployment-replicas", "deployment-has-host-podantiaffinity")
 
 

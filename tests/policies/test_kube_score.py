@@ -14,6 +14,7 @@ import json
 import re
 import subprocess
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,19 @@ def kube_score() -> Path:
     return KUBE_SCORE
 
 
+@cache
+def optional_checks() -> tuple[str, ...]:
+    """The checks kube-score runs only when asked (`kube-score list`: id,target,comment,optional|default)."""
+    result = subprocess.run([str(kube_score()), "list"], capture_output=True, text=True, timeout=60, check=True)
+    rows = [line.split(",") for line in result.stdout.splitlines()]
+    return tuple(row[0] for row in rows if row and row[-1] == "optional")
+
+
 def score(path: Path, *, honour_annotations: bool) -> list[dict[str, Any]]:
+    """kube-score as the strictest platform CI runs it: every optional check enabled too."""
     command = [str(kube_score()), "score", "--output-format", "json", str(path)]
+    for check in optional_checks():
+        command += ["--enable-optional-test", check]
     if not honour_annotations:
         command.insert(2, "--disable-ignore-checks-annotations")
     # Exit status 1 means "a CRITICAL finding"; the JSON says which, so judge that instead.
@@ -112,6 +124,11 @@ def golden(stack: str) -> Path:
 
 def test_every_reference_stack_is_scored() -> None:
     assert {"local", "edge", "prod", "multinode"} <= set(STACKS)
+
+
+def test_optional_checks_are_found() -> None:
+    """The strict runs enable kube-score's optional checks; an empty list would quietly drop them."""
+    assert {"container-seccomp-profile", "container-cpu-requests-equal-limits"} <= set(optional_checks())
 
 
 @pytest.mark.parametrize("stack", STACKS)
