@@ -36,9 +36,11 @@ KUBE_SCORE_REASONS: dict[str, str] = {
 }
 
 # Pod checks that stay on every pod this package renders (serving pods and the hydration Job alike).
-_POD_CHECKS = ("container-resources", "container-resource-requests-equal-limits", "container-cpu-requests-equal-limits",
-               "container-memory-requests-equal-limits", "container-image-pull-policy",
-               "container-security-context-user-group-id", "container-security-context-readonlyrootfilesystem")
+_POD_CHECKS = ("container-image-pull-policy", "container-security-context-user-group-id",
+               "container-security-context-readonlyrootfilesystem")
+# The hydration Job has a memory limit above its request and no CPU limit (storage.py).
+_HYDRATION_RESOURCE_CHECKS = ("container-resources", "container-resource-requests-equal-limits",
+                              "container-cpu-requests-equal-limits", "container-memory-requests-equal-limits")
 _DEPLOYMENT_CHECKS = ("deployment-replicas", "deployment-has-host-podantiaffinity")
 
 
@@ -46,22 +48,36 @@ def _annotation(checks: list[str]) -> dict[str, str]:
     return {KUBE_SCORE_IGNORE: ",".join(checks)} if checks else {}
 
 
-def _pod_checks(plan: ServingPlan) -> list[str]:
-    checks = list(_POD_CHECKS)
+def _network_checks(plan: ServingPlan) -> list[str]:
     # Only where the stack renders the ingress NetworkPolicy: without it kube-score's ingress finding is right.
-    if plan.spec.network.network_policy:
-        checks.append("pod-networkpolicy")
+    return ["pod-networkpolicy"] if plan.spec.network.network_policy else []
+
+
+def _serving_resource_checks(plan: ServingPlan) -> list[str]:
+    """Only what the stack's limits leave open: a stack that sets both limits to the requests exempts nothing."""
+    checks = []
+    if plan.cpu_limit is None or plan.memory_limit_gib is None:
+        checks.append("container-resources")
+    cpu_equal = plan.cpu_limit == plan.cpu_request
+    memory_equal = plan.memory_limit_gib == plan.memory_request_gib
+    if not (cpu_equal and memory_equal):
+        checks.append("container-resource-requests-equal-limits")
+    if not cpu_equal:
+        checks.append("container-cpu-requests-equal-limits")
+    if not memory_equal:
+        checks.append("container-memory-requests-equal-limits")
     return checks
 
 
 def workload_exemptions(plan: ServingPlan) -> dict[str, str]:
     """The serving Deployment's or LeaderWorkerSet's annotation (kube-score reads no LeaderWorkerSet today; the
     annotation says the same for a linter that does)."""
-    return _annotation(_pod_checks(plan) + ([] if plan.multi_node else list(_DEPLOYMENT_CHECKS)))
+    return _annotation(_serving_resource_checks(plan) + list(_POD_CHECKS) + _network_checks(plan)
+                       + ([] if plan.multi_node else list(_DEPLOYMENT_CHECKS)))
 
 
 def hydration_exemptions(plan: ServingPlan) -> dict[str, str]:
-    return _annotation(_pod_checks(plan))
+    return _annotation(list(_HYDRATION_RESOURCE_CHECKS) + list(_POD_CHECKS) + _network_checks(plan))
 
 
 def service_exemptions(plan: ServingPlan) -> dict[str, str]:

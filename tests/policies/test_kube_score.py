@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.components.specs import plan
 from tests.toolchain import BINARIES, REPO, pinned_versions
+from vllm_pulumi.components.builders import network, serving
 from vllm_pulumi.components.builders.linters import KUBE_SCORE_IGNORE, KUBE_SCORE_REASONS
 from vllm_pulumi.components.manifests import STACKS_DIR
 
@@ -207,3 +209,18 @@ def test_undoing_a_fix_or_an_exemption_is_reported(case: str, kind: str, change:
     path = _mutated(objects, kind, change, tmp_path)
     problems = undocumented(findings(score(path, honour_annotations=False)))
     assert any(expected in problem for problem in problems), (case, problems)
+
+
+def test_limits_equal_to_requests_leave_kube_score_nothing_to_exempt_on_resources(tmp_path: Path) -> None:
+    """A stack that sets CPU and memory limits to the requests (Guaranteed QoS) gets no resource exemptions, and
+    kube-score, every optional check on, still passes: the exemptions follow the settings, they are not blanket."""
+    derived = plan()
+    guaranteed = plan({"resources": {"cpu_limit": derived.cpu_request, "memory_limit_gib": derived.memory_request_gib}})
+    workload = serving.build_workload(guaranteed)
+    exempted = set(workload["metadata"]["annotations"][KUBE_SCORE_IGNORE].split(","))
+    assert not {check for check in exempted if "resource" in check or "requests-equal-limits" in check}, exempted
+    path = tmp_path / "guaranteed.yaml"
+    # With its Service and NetworkPolicy, as the stack renders it (kube-score matches pods to them).
+    path.write_text(yaml.safe_dump_all([workload, *network.build_network(guaranteed)], sort_keys=False))
+    assert not findings(score(path, honour_annotations=True))
+    assert not undocumented(findings(score(path, honour_annotations=False)))
