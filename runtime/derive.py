@@ -55,6 +55,8 @@ CPU_PER_GPU_MILLICORES = 2000
 # writes a few GB) and /tmp. With hf-download the cache also holds the weights, so it is sized like the PVC.
 CACHE_SIZE_GIB = 20
 TMP_SIZE_GIB = 4
+# Beside the emptyDirs, the container's writable layer (libraries writing outside the redirected caches) and its logs.
+WRITABLE_LAYER_GIB = 2
 # PVC headroom over the checkpoint: tokenizer and config files, a second revision during a model update.
 PVC_HEADROOM_FRACTION = 0.2
 PVC_MIN_GIB = 10
@@ -148,14 +150,16 @@ class ServingPlan:
 
     @property
     def ephemeral_storage_gib(self) -> int:
-        """Node disk a serving pod's emptyDirs may fill (the kubelet evicts the pod past their size limits)."""
-        return self.cache_size_gib + self.tmp_size_gib
+        """Node disk a serving pod may fill: its emptyDirs and the writable layer. The container requests and is
+        limited to exactly this (ephemeral-storage), so the scheduler reserves it and a full node evicts others
+        first; the image itself (~20 GB) is not counted there, the node's disk holds it beside."""
+        return self.cache_size_gib + self.tmp_size_gib + WRITABLE_LAYER_GIB
 
     @property
     def pod_resources(self) -> Resources:
-        """What the scheduler counts of one serving pod (an LWS leader or worker alike): its requests. The pods
-        request no ephemeral storage (emptyDir limits are enforced by eviction, not by placement)."""
-        return Resources(self.layout.gpus_per_pod, self.cpu_request_millicores, self.memory_request_gib * 1024, 0)
+        """What the scheduler counts of one serving pod (an LWS leader or worker alike): its requests."""
+        return Resources(self.layout.gpus_per_pod, self.cpu_request_millicores, self.memory_request_gib * 1024,
+                         self.ephemeral_storage_gib)
 
     @property
     def min_replicas(self) -> int:
@@ -274,8 +278,9 @@ def _check_pod_fits_node(spec: DeploymentSpec, index: int, plan: ServingPlan) ->
                             f"use nodes with more memory, or set {request} to at most {have_gib}")
     if plan.ephemeral_storage_gib > node.ephemeral_storage_gib:
         disk = node.ephemeral_storage_gib
-        reason = (f"a serving pod's emptyDirs may fill {plan.ephemeral_storage_gib} GiB of node disk (cache "
-                  f"{plan.cache_size_gib} GiB + /tmp {plan.tmp_size_gib} GiB) but {where} has {disk} GiB "
+        reason = (f"a serving pod requests {plan.ephemeral_storage_gib} GiB of node disk (cache "
+                  f"{plan.cache_size_gib} GiB + /tmp {plan.tmp_size_gib} GiB + writable layer {WRITABLE_LAYER_GIB} "
+                  f"GiB) but {where} has {disk} GiB "
                   "allocatable (capacity minus the kubelet reserve and eviction threshold)")
         node_setting = _node_setting(shape, "ephemeral_storage_gib")
         if model.storage.kind == "hf-download" or node_setting is None:
@@ -494,11 +499,14 @@ def _pool_plans(spec: DeploymentSpec, shape: NodeShape, on_pool: list[ServingPla
         pool_text = (f"pool {shape.pool} ({shape.max_nodes} node(s) of {shape.describe()}; {_per_node(shape, plan)}"
                      f"{_shared(plan, on_pool)})")
         per_node = node.how_many(plan.pod_resources)
-        if per_node * plan.ephemeral_storage_gib > node.ephemeral_storage_gib:
+        pod = plan.pod_resources
+        without_disk = node.how_many(Resources(pod.gpus, pod.cpu_millicores, pod.memory_mib, 0))
+        if per_node < without_disk:
             warnings.append(
-                f"{per_node} pods of {name} fit one node of {shape.pool} by GPUs, CPU and memory, and their emptyDirs "
-                f"may fill {per_node * plan.ephemeral_storage_gib} GiB of its {node.ephemeral_storage_gib} GiB "
-                "allocatable disk: the kubelet evicts pods when the disk runs full; give the nodes a larger disk"
+                f"{without_disk} pods of {name} fit one node of {shape.pool} by GPUs, CPU and memory, but only "
+                f"{per_node} by disk (each requests {plan.ephemeral_storage_gib} GiB of ephemeral storage, the node "
+                f"has {node.ephemeral_storage_gib} GiB allocatable): the rest of its GPUs stay idle; give the nodes a "
+                "larger disk"
                 + (f" ({_node_setting(shape, 'ephemeral_storage_gib')})" if shape.setting else "")
             )
         if replicas_held < max_replicas:

@@ -4,7 +4,7 @@
 #   scripts/toolchain.sh            build whatever is missing (idempotent), then print "toolchain: ready in DIR"
 #   scripts/toolchain.sh build [TOOL...]   same, for some tools only (pulumi language-python
 #                                   kubernetes-provider kube-apiserver etcd kube-scheduler
-#                                   kube-controller-manager kwok lws-controller keda prometheus crds)
+#                                   kube-controller-manager kwok lws-controller keda prometheus kube-score crds)
 #   scripts/toolchain.sh demo       only what `make demo` needs (the Pulumi engine and the provider)
 #   scripts/toolchain.sh env        print export lines for `eval "$(scripts/toolchain.sh env)"`
 #
@@ -29,7 +29,9 @@ PULUMI_HOME_DIR=$TOOLS/pulumi-home
 # `make demo` needs only the engine; `make test` adds the simulated cluster and the upstream CRDs.
 DEMO_TOOLS="pulumi language-python kubernetes-provider"
 CLUSTER_TOOLS="kube-apiserver etcd kube-scheduler kube-controller-manager kwok lws-controller keda prometheus"
-ALL_TOOLS="$DEMO_TOOLS $CLUSTER_TOOLS crds"
+# The linters platform teams run over manifests; tests/policies/test_kube_score.py runs kube-score over the goldens.
+LINT_TOOLS="kube-score"
+ALL_TOOLS="$DEMO_TOOLS $CLUSTER_TOOLS $LINT_TOOLS crds"
 
 say() { echo "toolchain: $*" >&2; }
 die() { echo "toolchain: ERROR: $*" >&2; exit 1; }
@@ -789,6 +791,20 @@ build_prometheus() {
     done_ prometheus "$v" "$key"
 }
 
+# kube-score (github.com/zegl/kube-score, main package cmd/kube-score): the linter whose findings on our own rendered
+# output docs/linters.md answers. Its version is a subcommand (`kube-score version`), not a flag, and goreleaser
+# normally sets it through main.version.
+build_kube_score() {
+    local v=$KUBE_SCORE_VERSION mod=github.com/zegl/kube-score
+    local key="kube-score v$v"
+    if stamp_ok kube-score "$key" kube-score; then say "kube-score $v cached"; return; fi
+    begin kube-score "$v"
+    module_wrapper kube-score $mod "v$v" drop-local
+    run go build -mod=mod -trimpath -ldflags "-s -w -X main.version=$v" -o "$BIN/kube-score" "$mod/cmd/kube-score"
+    run "$BIN/kube-score" version
+    done_ kube-score "$v" "$key"
+}
+
 # ---- 8. upstream CRDs, from the same Go modules -------------------------------------------------
 
 # The custom resources the stacks render are validated against their upstream CRDs at the versions the project
@@ -858,6 +874,7 @@ build() {
             lws-controller) build_lws ;;
             keda) build_keda ;;
             prometheus) build_prometheus ;;
+            kube-score) build_kube_score ;;
             crds) build_crds ;;
             *) die "unknown tool '$t' (known: $ALL_TOOLS)" ;;
         esac

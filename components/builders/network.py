@@ -6,6 +6,7 @@ from typing import Any
 
 from ...runtime.derive import ServingPlan
 from . import labels as lbl
+from .linters import service_exemptions
 from .serving import HTTP_PORT_NAME, SERVICE_PORT, server_labels, service_selector
 
 
@@ -19,7 +20,8 @@ def build_service(plan: ServingPlan, extra_labels: dict[str, str] | None = None)
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels)),
+        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels),
+                                 service_exemptions(plan)),
         "spec": {
             "type": "ClusterIP",
             "selector": service_selector(plan),

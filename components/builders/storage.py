@@ -12,6 +12,7 @@ from ...runtime.derive import MODEL_MOUNT_PATH, ServingPlan
 from ...runtime.nodes import GPU_PRODUCT_LABEL, GPU_TAINT
 from .karpenter import karpenter_pod_scheduling
 from . import labels as lbl
+from .linters import hydration_exemptions
 from .secrets import HF_TOKEN_SECRET_KEY, build_generated_secret, hf_token_secret_name, secret_env
 
 STORAGE_COMPONENT = "model-store"
@@ -23,6 +24,9 @@ HUGGINGFACE_HUB_VERSION = "2.4.0"
 MARKER_FILE = ".vllm-pulumi-complete"
 # Long enough for a 405B checkpoint (~800 GB) at ~100 MB/s; Pulumi and the Job give up after this.
 HYDRATION_TIMEOUT_SECONDS = 6 * 3600
+# Disk outside the volume: pip's install of the hub client into the writable layer, HOME=/tmp and the logs. The
+# download itself lands on the volume (snapshot_download's local_dir keeps its partial files there too).
+HYDRATION_EPHEMERAL_STORAGE = "2Gi"
 # Llama repos also ship the original PyTorch checkpoint under original/: vLLM reads the safetensors only.
 IGNORE_PATTERNS = "original/*,*.pth"
 
@@ -107,6 +111,8 @@ def build_hydration_job(
         {"name": "IGNORE_PATTERNS", "value": IGNORE_PATTERNS},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
         {"name": "HOME", "value": "/tmp"},
+        # The Xet client's chunk cache (10 GB by default, under HOME) speeds re-reads; a one-shot download has none.
+        {"name": "HF_XET_CHUNK_CACHE_SIZE_BYTES", "value": "0"},
     ]
     if storage.hf_token is not None:
         env.append(secret_env("HF_TOKEN", storage.hf_token, hf_token_secret_name(spec.name), HF_TOKEN_SECRET_KEY))
@@ -121,7 +127,8 @@ def build_hydration_job(
             "imagePullPolicy": "IfNotPresent",
             "command": ["sh", "-c", HYDRATION_SCRIPT],
             "env": env,
-            "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+            "resources": {"requests": {"cpu": "1", "memory": "2Gi", "ephemeral-storage": HYDRATION_EPHEMERAL_STORAGE},
+                          "limits": {"memory": "4Gi", "ephemeral-storage": HYDRATION_EPHEMERAL_STORAGE}},
             # Runs as root: pip installs into the image's site-packages; nothing else is allowed.
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
             "volumeMounts": [{"name": "models", "mountPath": MODEL_MOUNT_PATH}],
@@ -135,7 +142,7 @@ def build_hydration_job(
         else:
             pod_spec["nodeSelector"] = {GPU_PRODUCT_LABEL: plan.gpu.product_label}
         pod_spec["tolerations"] = [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}]
-    annotations = {"pulumi.com/timeoutSeconds": str(HYDRATION_TIMEOUT_SECONDS)}
+    annotations = {"pulumi.com/timeoutSeconds": str(HYDRATION_TIMEOUT_SECONDS), **hydration_exemptions(plan)}
     if skip_await:
         annotations["pulumi.com/skipAwait"] = "true"
     return {

@@ -84,13 +84,13 @@ def stack(name: str, **changes: Any) -> dict[str, Any]:
      "models[0].lifecycle.shm_size_gib=120: a serving pod requests 144 GiB of memory (including 120 GiB of "
      "/dev/shm)"),
     ("emptyDirs larger than the node's disk", raw_stack([{**WORKSTATION, "ephemeral_storage_gib": 20}]),
-     "cluster.nodes[0].ephemeral_storage_gib=20: a serving pod's emptyDirs may fill 24 GiB of node disk (cache 20 "
-     "GiB + /tmp 4 GiB) but one node of ws"),
+     "cluster.nodes[0].ephemeral_storage_gib=20: a serving pod requests 26 GiB of node disk (cache 20 "
+     "GiB + /tmp 4 GiB + writable layer 2 GiB) but one node of ws"),
     ("hf-download keeps 405b weights on the node's disk",
      eks({"instance_type": "p5.48xlarge", "max_size": 4}, {"name": "big", "model": "llama-3.1-405b", "storage": {
          "kind": "hf-download"}, "engine": {"tensor_parallel_size": 8, "pipeline_parallel_size": 2,
                                             "max_model_len": 16384}}),
-     "models[0].storage.kind='hf-download': a serving pod's emptyDirs may fill"),
+     "models[0].storage.kind='hf-download': a serving pod requests"),
 ])
 def test_a_pod_no_node_can_take_is_refused_with_the_numbers(case: str, raw: dict[str, Any], expected: str) -> None:
     found = problems(raw)
@@ -183,11 +183,11 @@ def autoscaled(name: str, max_replicas: int) -> dict[str, Any]:
      ["raise cluster.node_pools[0].max_size to 6 to restore surge"]),
     ("edge: four nodes for three replicas", stack("edge"), [(1, 0)], [4], []),
     ("one-gpu pods share an eight-gpu node: 7 + 1 surge fit",
-     raw_stack([{"name": "g6", "instance_type": "g6.48xlarge", "count": 1}], models=[
-         {**autoscaled("llama", 7), "gpu": "l4"}]), [(1, 0)], [8], []),
+     raw_stack([{"name": "g6", "instance_type": "g6.48xlarge", "count": 1, "ephemeral_storage_gib": 300}],
+               models=[{**autoscaled("llama", 7), "gpu": "l4"}]), [(1, 0)], [8], []),
     ("one-gpu pods share an eight-gpu node: 8 fill it",
-     raw_stack([{"name": "g6", "instance_type": "g6.48xlarge", "count": 1}], models=[
-         {**autoscaled("llama", 8), "gpu": "l4"}]), [(0, 1)], [8],
+     raw_stack([{"name": "g6", "instance_type": "g6.48xlarge", "count": 1, "ephemeral_storage_gib": 300}],
+               models=[{**autoscaled("llama", 8), "gpu": "l4"}]), [(0, 1)], [8],
      ["raise cluster.nodes[0].count to 2 to restore surge"]),
     ("two models share a pool with no room", raw_stack([WORKSTATION], models=[
         autoscaled("a", 2), autoscaled("b", 2)]), [(0, 1), (0, 1)], [2, 2],
@@ -235,10 +235,12 @@ def test_packing_places_whole_pods_first_fit_and_counts_room() -> None:
     assert nodes_needed(node, [(Resources(9, 1, 1, 1), 1)]) is None
 
 
-def test_many_pods_per_node_warn_when_their_emptydirs_outgrow_the_disk() -> None:
-    """Eight 1-GPU pods on a g6.48xlarge with the default 200 GiB disk: 8 x 24 GiB of cache and /tmp > 179 GiB."""
+def test_a_disk_that_holds_fewer_pods_than_the_gpus_bounds_the_packing_and_warns() -> None:
+    """Eight 1-GPU pods on a g6.48xlarge with the default 200 GiB disk: each requests 26 GiB of ephemeral storage
+    (cache 20 + /tmp 4 + writable layer 2), 179 GiB allocatable holds 6, so the scheduler leaves 2 GPUs idle."""
     (plan,) = plans_of(raw_stack([{"name": "g6", "instance_type": "g6.48xlarge", "count": 2}], models=[
         {**autoscaled("llama", 8), "gpu": "l4"}]))
-    assert any(w.startswith("8 pods of llama fit one node of g6 by GPUs, CPU and memory, and their emptyDirs may "
-                            "fill 192 GiB of its 179 GiB allocatable disk") and "cluster.nodes[0].ephemeral_storage_gib"
-               in w for w in plan.warnings), plan.warnings
+    assert plan.rollout.replica_capacity == 2 * 6, plan.rollout
+    assert any(w.startswith("8 pods of llama fit one node of g6 by GPUs, CPU and memory, but only 6 by disk (each "
+                            "requests 26 GiB of ephemeral storage, the node has 179 GiB allocatable)")
+               and "cluster.nodes[0].ephemeral_storage_gib" in w for w in plan.warnings), plan.warnings
