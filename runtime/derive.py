@@ -32,6 +32,7 @@ from .placement import Packing, nodes_needed
 from .planner import CapacityPlan, plan_capacity
 from .spec import DeploymentSpec, EksCluster, ModelDeploymentSpec, SecretRef
 from .startup import StartupBudget, startup_budget
+from .vllm_rules import engine_config_problem
 
 MODEL_MOUNT_PATH = "/models"
 # Probe cadences: startup polls every 10 s; readiness every 5 s so a drained pod leaves endpoints fast.
@@ -295,6 +296,9 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
         raise error.at(f"{path}.model") from None
     gpu, gpus_per_node = shape.gpu, model_spec.gpus_per_node or shape.gpus
     engine = model_spec.engine
+    refused = engine_config_problem(engine, facts, gpu, path)
+    if refused is not None:
+        raise refused
     try:
         layout = plan_layout(facts, engine.tensor_parallel_size, engine.pipeline_parallel_size, gpus_per_node)
     except PlanningError as error:
