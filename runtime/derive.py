@@ -355,7 +355,18 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
             f"below the memory request of {memory} GiB (which includes {shm} GiB of /dev/shm, counted against the "
             "limit)", f"use at least {memory}, or leave it unset",
         )
-    pvc = storage.size_gib or max(PVC_MIN_GIB, math.ceil(facts.checkpoint_bytes * (1 + PVC_HEADROOM_FRACTION) / GIB))
+    weights_with_headroom_gib = math.ceil(facts.checkpoint_bytes * (1 + PVC_HEADROOM_FRACTION) / GIB)
+    if storage.size_gib is not None and storage.kind != "s3-runai-streamer" \
+            and storage.size_gib < weights_with_headroom_gib:
+        where = "the pod's download cache" if storage.kind == "hf-download" else "the model volume"
+        raise PlanningError(
+            f"{path}.storage.size_gib", storage.size_gib,
+            f"{where} of {storage.size_gib} GiB cannot hold {facts.name}'s checkpoint of "
+            f"{facts.checkpoint_bytes / GIB:.1f} GiB plus {PVC_HEADROOM_FRACTION:.0%} headroom (tokenizer and config "
+            f"files, a second revision during an update), {weights_with_headroom_gib} GiB: the download would fill it "
+            "and fail", f"use at least {weights_with_headroom_gib}, or leave it unset to derive it",
+        )
+    pvc = storage.size_gib or max(PVC_MIN_GIB, weights_with_headroom_gib)
     cooldown = None
     if model_spec.autoscaling is not None:
         cooldown = model_spec.autoscaling.cooldown_seconds or max(MIN_COOLDOWN_SECONDS, grace)
