@@ -41,7 +41,11 @@ def _quantization_problem(engine: EngineSettings, model: ModelFacts, at: str) ->
     if method is None:
         return None
     setting = f"{at}.quantization"
-    if model.weight_format == "mxfp4" and method != "humming":
+    if model.weight_format == "mxfp4":
+        if method == "humming":
+            return PlanningError(setting, method, f"for {model.name}'s MXFP4 checkpoint vLLM takes humming as a MoE "
+                                 "backend, not a quantization method (it refuses --quantization humming)",
+                                 "leave quantization unset and pass --moe-backend=humming in extra_args")
         return None  # vLLM keeps an MXFP4 (gpt-oss) checkpoint's own method whatever --quantization says
     if method not in QUANTIZATION_METHODS:
         near = closest(method, list(QUANTIZATION_METHODS))

@@ -63,6 +63,10 @@ UNJUDGEABLE = (
     "cannot be split into whole-node pods",  # cluster layout
 )
 
+# A TP refusal that names the attention heads is one vLLM's configuration makes too (VllmConfig), even when the
+# message also names the KV heads or MLP width.
+JUDGEABLE_TP = "total number of attention heads"
+
 EXTRA_ARGS = [
     "--enforce-eager", "--seed=1", "--block-size=32", "--disable-log-stats", "--swap-space=4",
     "--max-num-partial-prefills=2", "--not-a-flag", "--disable-graceful-shutdown", "--enforce_eager",
@@ -180,7 +184,8 @@ def our_verdict(raw: dict[str, Any]) -> tuple[str, list[str], list[str] | None]:
         plans = plan_deployment(parse_deployment(raw))
     except SpecError as error:
         messages = [issue.message for issue in error.issues]
-        if all(any(marker in message for marker in UNJUDGEABLE) for message in messages):
+        if all(any(marker in message for marker in UNJUDGEABLE) and JUDGEABLE_TP not in message
+               for message in messages):
             return "unjudgeable", messages, None
         return "refuse", messages, None
     return "accept", [], plans[0].args
