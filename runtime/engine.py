@@ -62,11 +62,6 @@ def parse_version(version: str) -> tuple[int, int, int]:
     return int(major), int(minor), int(patch or 0)
 
 
-def large_gpu_defaults(gpu_memory_gib: float) -> tuple[int, int]:
-    """vLLM's own (max_num_seqs, max_num_batched_tokens) defaults for the API server, by GPU memory."""
-    return (1024, 8192) if gpu_memory_gib >= 70 else (256, 2048)
-
-
 def vllm_batch_defaults(gpu_memory_gib: float, gpu_product: str) -> tuple[int, int]:
     """(max_num_seqs, max_num_batched_tokens) vLLM 0.33's API server picks when they are unset, by the GPU's memory
     and name (EngineArgs.get_batch_defaults): 160 GiB and up get 16384 tokens; A100s stay on the small tier."""
@@ -153,6 +148,20 @@ class EngineSettings(BaseModel):
     @property
     def gpus_per_replica(self) -> int:
         return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    def batch_sizes(self, gpu_memory_gib: float, gpu_product: str, max_model_len: int) -> tuple[int, int]:
+        """(max_num_seqs, max_num_batched_tokens) as vLLM 0.33 resolves them on this GPU: the settings, else its
+        defaults, a step that holds a whole prompt without chunked prefill, never more tokens than every sequence at
+        full length, and no more default sequences than tokens in a step."""
+        default_seqs, default_batched = vllm_batch_defaults(gpu_memory_gib, gpu_product)
+        max_num_seqs = self.max_num_seqs or default_seqs
+        batched = self.max_num_batched_tokens
+        if batched is None:
+            batched = default_batched if self.enable_chunked_prefill else max(max_model_len, default_batched)
+            batched = min(max_num_seqs * max_model_len, batched)
+        if self.max_num_seqs is None:
+            max_num_seqs = min(max_num_seqs, batched)
+        return max_num_seqs, batched
 
     def kv_dtype_bytes(self, model_dtype_bytes: int = 2) -> int:
         return KV_DTYPE_BYTES.get(self.kv_cache_dtype, model_dtype_bytes)

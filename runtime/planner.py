@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from .engine import MAX_SAFE_GPU_MEMORY_UTILIZATION, EngineSettings, large_gpu_defaults
+from .engine import MAX_SAFE_GPU_MEMORY_UTILIZATION, EngineSettings
 from .errors import PlanningError
 from .gpus import GIB, GpuFacts
 from .models import ModelFacts
@@ -165,10 +165,8 @@ def plan_capacity(
             "KV cache, which this planner does not model",
             "plan this model by measuring vLLM's 'GPU KV cache size' log line instead",
         )
-    default_seqs, default_batched = large_gpu_defaults(gpu.memory_gib)
-    max_num_seqs = engine.max_num_seqs or default_seqs
-    max_batched = engine.max_num_batched_tokens or default_batched
     max_model_len = engine.max_model_len or model.max_position_embeddings
+    max_num_seqs, max_batched = engine.batch_sizes(gpu.memory_gib, gpu.product_label, max_model_len)
     kv_dtype_bytes = engine.kv_dtype_bytes(model.native_dtype_bytes)
 
     weights = max(weights_bytes_per_stage(model, tp, pp))

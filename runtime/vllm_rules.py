@@ -7,7 +7,7 @@ settings, and test_spec.py pins each disagreement it found with vLLM's message.
 
 from __future__ import annotations
 
-from .engine import EngineSettings, vllm_batch_defaults
+from .engine import EngineSettings
 from .errors import PlanningError, closest
 from .gpus import GpuFacts
 from .models import ModelFacts
@@ -102,15 +102,7 @@ def _dtype_problem(engine: EngineSettings, model: ModelFacts, at: str) -> Planni
 def _scheduler_problem(engine: EngineSettings, model: ModelFacts, gpu: GpuFacts, at: str) -> PlanningError | None:
     """SchedulerConfig's checks on the batch sizes, after vLLM filled in its defaults for this GPU."""
     max_model_len = engine.max_model_len or model.max_position_embeddings
-    default_seqs, default_batched = vllm_batch_defaults(gpu.memory_gib, gpu.product_label)
-    max_num_seqs = engine.max_num_seqs or default_seqs
-    batched = engine.max_num_batched_tokens
-    if batched is None:
-        # vLLM's own defaulting: room for a whole prompt without chunked prefill, never more than every sequence full.
-        batched = default_batched if engine.enable_chunked_prefill else max(max_model_len, default_batched)
-        batched = min(max_num_seqs * max_model_len, batched)
-    if engine.max_num_seqs is None:
-        max_num_seqs = min(max_num_seqs, batched)
+    max_num_seqs, batched = engine.batch_sizes(gpu.memory_gib, gpu.product_label, max_model_len)
     if not engine.enable_chunked_prefill and batched < max_model_len:
         return PlanningError(
             f"{at}.max_num_batched_tokens", batched,
