@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from .errors import closest
 from .vllm_flags import LORA_RANKS, SERVE_FLAGS
@@ -133,13 +133,14 @@ class EngineSettings(BaseModel):
                                  "\"unrecognized arguments\")" + (f"; did you mean {', '.join(near)}?" if near else ""))
         return value
 
-    @model_validator(mode="after")
-    def _lora_rank_choice(self) -> EngineSettings:
-        # Only rendered (and so only seen by vLLM) with enable_lora.
-        if self.enable_lora and self.max_lora_rank is not None and self.max_lora_rank not in LORA_RANKS:
-            raise ValueError(f"max_lora_rank {self.max_lora_rank}: vLLM 0.33's --max-lora-rank takes one of "
-                             f"{', '.join(map(str, LORA_RANKS))}; use the smallest of those >= your adapters' rank")
-        return self
+    @field_validator("max_lora_rank")
+    @classmethod
+    def _lora_rank_choice(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # Only rendered (and so only seen by vLLM) with enable_lora, which is validated before this field.
+        if info.data.get("enable_lora") and value is not None and value not in LORA_RANKS:
+            raise ValueError(f"vLLM 0.33's --max-lora-rank takes one of {', '.join(map(str, LORA_RANKS))}; use the "
+                             "smallest of those >= your adapters' rank")
+        return value
 
     @property
     def image_tag(self) -> str:

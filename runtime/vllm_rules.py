@@ -112,6 +112,13 @@ def _scheduler_problem(engine: EngineSettings, model: ModelFacts, gpu: GpuFacts,
             "enable_chunked_prefill: true",
         )
     if batched < max_num_seqs:
+        if engine.max_num_batched_tokens is None:  # vLLM's default step is what is too small: the sequences are set
+            return PlanningError(
+                f"{at}.max_num_seqs", max_num_seqs,
+                f"more than the {batched} tokens of vLLM's default step on {gpu.id} (max_num_batched_tokens unset): "
+                "vLLM's SchedulerConfig needs at least one token per sequence in a step",
+                f"use max_num_seqs <= {batched}, or set max_num_batched_tokens >= {max_num_seqs}",
+            )
         return PlanningError(
             f"{at}.max_num_batched_tokens", batched,
             f"smaller than max_num_seqs ({max_num_seqs}): vLLM's SchedulerConfig needs at least one token per "
