@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_pulumi.runtime import annotations as ann
+from vllm_pulumi.runtime.derive import EFA_RESOURCE
 from vllm_pulumi.runtime.engine import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     DEFAULT_PORT,
@@ -614,6 +615,42 @@ def tensor_parallel_interconnect(res: Resource, settings: Mapping[str, Any]) -> 
             yield Violation(f"{server.where}: TP {tp} over {server.gpu.id} GPUs that share only PCIe "
                             f"({server.gpu.interconnect_gb_per_second} GB/s per GPU)",
                             "use NVLink GPUs (e.g. h100-sxm) for TP > 1, or --pipeline-parallel-size instead")
+
+
+def _efa_devices(template: PodTemplate) -> int:
+    return sum(as_int(mapping(mapping(c.get("resources")).get("limits")).get(EFA_RESOURCE)) or 0
+               for c in template.containers)
+
+
+@rule(
+    "tensor-parallel-across-nodes", group="GPUs", enforcement="advisory", severity="medium", kinds=SERVING,
+    description="A LeaderWorkerSet's --tensor-parallel-size fits the GPUs of one pod (one node): tensor parallelism "
+                "does not span nodes; when it must, the pods request the node's EFA devices (vpc.amazonaws.com/efa).",
+    why="Tensor parallelism all-reduces activations at every layer. Inside a node that runs over NVLink (hundreds of "
+        "GB/s); across nodes it runs over the network, a fraction of that even with EFA, and over TCP sockets "
+        "without it (the pods request no EFA devices, or the image lacks the AWS OFI NCCL plugin).",
+    fix="Keep --tensor-parallel-size within one node's GPUs and use --pipeline-parallel-size across nodes; if TP must "
+        "span nodes, run on EFA nodes, request every vpc.amazonaws.com/efa device of the node and use an image with "
+        "libfabric and the AWS OFI NCCL plugin (the spec's efa_image).",
+)
+def tensor_parallel_across_nodes(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    if not res.is_lws or (res.lws_size or 1) == 1:
+        return
+    for server in res.servers:
+        tp = server.tensor_parallel_size
+        gpus = gpu_limit(server.container)
+        if tp is None or not gpus or tp <= gpus:
+            continue
+        nodes = -(-tp // gpus)
+        efa = _efa_devices(server.template)
+        network = (f"over {efa} EFA devices per pod" if efa else
+                   f"and the pods request no {EFA_RESOURCE} devices (NCCL uses TCP sockets)")
+        yield Violation(
+            f"{server.where}: TP {tp} over pods of {gpus} GPUs spans {nodes} nodes: the all-reduce at every layer "
+            f"crosses the network, {network}",
+            f"use --tensor-parallel-size {gpus} and --pipeline-parallel-size {nodes * (server.pipeline_parallel_size or 1)}"
+            " (pipeline stages across nodes)" + ("" if efa else f", or request the nodes' {EFA_RESOURCE} devices"),
+        )
 
 
 # ---- capacity -------------------------------------------------------------------------------------------------------

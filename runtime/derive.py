@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from .engine import DEFAULT_IMAGE_REPOSITORY, ExecutorBackend
 from .errors import PlanningError
 from .gpus import GIB, GpuFacts, find_gpu
-from .instances import find_instance
+from .instances import INSTANCES, efa_interfaces_for, find_instance
 from .models import ModelFacts, resolve_model
 from .nodes import (
     NodeShape,
@@ -33,8 +33,11 @@ from .placement import Packing, nodes_needed
 from .planner import CapacityPlan, plan_capacity
 from .spec import DeploymentSpec, EksCluster, ModelDeploymentSpec, SecretRef
 from .startup import StartupBudget, startup_budget
+from .vllm_rules import engine_config_problem
 
 MODEL_MOUNT_PATH = "/models"
+# The extended resource the AWS EFA Kubernetes device plugin advertises, one per EFA interface of the node.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 # Probe cadences: startup polls every 10 s; readiness every 5 s so a drained pod leaves endpoints fast.
 STARTUP_PROBE_PERIOD_SECONDS = 10
 READINESS_PROBE_PERIOD_SECONDS = 5
@@ -125,6 +128,8 @@ class ServingPlan:
     """The pool the serving pods land on (stated by the stack, or assumed: then node_shape.stated is False)."""
     rollout: RolloutPlan
     warnings: list[str] = field(default_factory=list)
+    efa_devices_per_pod: int = 0
+    """vpc.amazonaws.com/efa devices each serving pod requests (replicas spanning EFA nodes only)."""
 
     @property
     def startup_probe_failure_threshold(self) -> int:
@@ -202,15 +207,18 @@ def format_cpu(millicores: int) -> str:
     return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
 
 
-def _parallelism_warnings(layout: ParallelLayout, gpu: GpuFacts) -> list[str]:
+def _parallelism_warnings(layout: ParallelLayout, gpu: GpuFacts, efa_devices: int = 0) -> list[str]:
     """What the links between a replica's GPUs cost, named by the kind of parallelism that uses them."""
     tp, pp = layout.tensor_parallel_size, layout.pipeline_parallel_size
     warnings = []
     if tp > layout.gpus_per_pod:
+        network = (f"over EFA ({efa_devices} vpc.amazonaws.com/efa devices per pod), still far slower than NVLink"
+                   if efa_devices else
+                   f"and the pods request no {EFA_RESOURCE} devices, so NCCL falls back to TCP sockets")
         warnings.append(
             f"tensor parallelism over {tp} GPUs spans {math.ceil(tp / layout.gpus_per_pod)} nodes: its all-reduce at "
-            f"every layer crosses the network; keep tensor_parallel_size within one node ({layout.gpus_per_pod} "
-            "GPUs) and use pipeline parallelism across nodes"
+            f"every layer crosses the network, {network}; keep tensor_parallel_size within one node "
+            f"({layout.gpus_per_pod} GPUs) and use pipeline parallelism across nodes"
         )
     elif tp > 1 and gpu.interconnect == "pcie":
         warnings.append(
@@ -226,6 +234,32 @@ def _parallelism_warnings(layout: ParallelLayout, gpu: GpuFacts) -> list[str]:
             "per token grows with the stage count"
         )
     return warnings
+
+
+def _efa_devices(spec: DeploymentSpec, shape: NodeShape, multi_node: bool) -> int:
+    """vpc.amazonaws.com/efa devices each pod of a replica that spans nodes requests: all its node's EFA interfaces
+    (the pod has the whole node), when the pool has EFA; 0 otherwise (a single-node replica's NCCL stays inside)."""
+    if not multi_node or shape.setting is None:
+        return 0
+    index = int(shape.setting.rsplit("[", 1)[1].rstrip("]"))
+    if isinstance(spec.cluster, EksCluster):
+        pool = spec.cluster.node_pools[index]
+        # A managed node group gets EFA unless the stack turns it off (components/builders/nodes.py, same default);
+        # Karpenter and Auto Mode pools have none (the spec refuses efa there).
+        if pool.provisioner != "managed-node-group" or pool.instance_type is None or pool.efa is False:
+            return 0
+        return efa_interfaces_for(pool.instance_type)
+    nodes = spec.cluster.nodes[index]
+    if not nodes.efa:
+        return 0
+    interfaces = find_instance(nodes.instance_type).efa_interfaces if nodes.instance_type else 0
+    if not interfaces:
+        with_efa = ", ".join(i.instance_type for i in INSTANCES if i.efa_interfaces)
+        raise PlanningError(f"{shape.setting}.efa", True,
+                            f"the plan takes the EFA interface count from the instance facts, and "
+                            f"{nodes.instance_type or 'a node without instance_type'} has none there",
+                            f"set instance_type to one with EFA ({with_efa}), or efa: false")
+    return interfaces
 
 
 def _node_setting(shape: NodeShape, quantity: str) -> str | None:
@@ -302,6 +336,9 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
         raise error.at(f"{path}.model") from None
     gpu, gpus_per_node = shape.gpu, model_spec.gpus_per_node or shape.gpus
     engine = model_spec.engine
+    refused = engine_config_problem(engine, facts, gpu, path)
+    if refused is not None:
+        raise refused
     try:
         layout = plan_layout(facts, engine.tensor_parallel_size, engine.pipeline_parallel_size, gpus_per_node)
     except PlanningError as error:
@@ -358,7 +395,18 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
             f"below the memory request of {memory} GiB (which includes {shm} GiB of /dev/shm, counted against the "
             "limit)", f"use at least {memory}, or leave it unset",
         )
-    pvc = storage.size_gib or max(PVC_MIN_GIB, math.ceil(facts.checkpoint_bytes * (1 + PVC_HEADROOM_FRACTION) / GIB))
+    weights_with_headroom_gib = math.ceil(facts.checkpoint_bytes * (1 + PVC_HEADROOM_FRACTION) / GIB)
+    if storage.size_gib is not None and storage.kind != "s3-runai-streamer" \
+            and storage.size_gib < weights_with_headroom_gib:
+        where = "the pod's download cache" if storage.kind == "hf-download" else "the model volume"
+        raise PlanningError(
+            f"{path}.storage.size_gib", storage.size_gib,
+            f"{where} of {storage.size_gib} GiB cannot hold {facts.name}'s checkpoint of "
+            f"{facts.checkpoint_bytes / GIB:.1f} GiB plus {PVC_HEADROOM_FRACTION:.0%} headroom (tokenizer and config "
+            f"files, a second revision during an update), {weights_with_headroom_gib} GiB: the download would fill it "
+            "and fail", f"use at least {weights_with_headroom_gib}, or leave it unset to derive it",
+        )
+    pvc = storage.size_gib or max(PVC_MIN_GIB, weights_with_headroom_gib)
     cooldown = None
     if model_spec.autoscaling is not None:
         cooldown = model_spec.autoscaling.cooldown_seconds or max(MIN_COOLDOWN_SECONDS, grace)
@@ -375,7 +423,18 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
                           max_model_len=capacity.max_model_len)
     if storage.kind == "s3-runai-streamer" and engine.load_format == "auto":
         args.insert(1, "--load-format=runai_streamer")
-    warnings = list(capacity.warnings) + _parallelism_warnings(layout, gpu)
+    efa_devices = _efa_devices(spec, shape, layout.layout == "leader-worker-set")
+    warnings = list(capacity.warnings) + _parallelism_warnings(layout, gpu, efa_devices)
+    image_repository = model_spec.image or DEFAULT_IMAGE_REPOSITORY
+    if efa_devices and model_spec.efa_image is not None:
+        image_repository = model_spec.efa_image
+    elif efa_devices and image_repository == DEFAULT_IMAGE_REPOSITORY:
+        warnings.append(
+            f"the pods request {efa_devices} {EFA_RESOURCE} devices each, but run the upstream "
+            f"{DEFAULT_IMAGE_REPOSITORY} image, which has neither libfabric nor the AWS OFI NCCL plugin: NCCL "
+            f"between the nodes falls back to TCP sockets; set {path}.efa_image to an image that adds them "
+            "(README: multi-node on EFA)"
+        )
     if storage.kind == "s3-runai-streamer" and model_spec.service_account_name is None:
         warnings.append(
             "weights stream from S3 with the pod's AWS credentials, and no service_account_name is set: bind an IAM "
@@ -406,7 +465,6 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
     else:
         cpu = CPU_BASE_MILLICORES + CPU_PER_GPU_MILLICORES * layout.gpus_per_pod
         cpu_request = format_cpu(cpu)
-    image_repository = model_spec.image or DEFAULT_IMAGE_REPOSITORY
     plan = ServingPlan(
         spec=model_spec, namespace=spec.namespace, model=facts, gpu=gpu, layout=layout, capacity=capacity,
         startup=budget, hf_repo=hf_repo, model_ref=model_ref, image=f"{image_repository}:{engine.image_tag}",
@@ -417,6 +475,7 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
         cpu_limit=resources.cpu_limit, memory_limit_gib=resources.memory_limit_gib,
         cache_size_gib=pvc if storage.kind == "hf-download" else CACHE_SIZE_GIB, tmp_size_gib=TMP_SIZE_GIB,
         pvc_size_gib=pvc, cooldown_seconds=cooldown, node_shape=shape, rollout=_UNDECIDED, warnings=warnings,
+        efa_devices_per_pod=efa_devices,
     )
     _check_pod_fits_node(spec, index, plan)
     return plan

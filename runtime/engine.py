@@ -10,7 +10,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from .errors import closest
+from .vllm_flags import LORA_RANKS, SERVE_FLAGS
 
 # The vLLM release this project is built and tested against; a stack may pin another supported one.
 DEFAULT_VLLM_VERSION = "0.33.0"
@@ -36,6 +39,8 @@ REMOVED_FLAGS: dict[str, str] = {
     "--worker-use-ray": "use --distributed-executor-backend=ray (set by the LeaderWorkerSet layout)",
     "--engine-use-ray": "removed with the V0 engine; nothing replaces it",
     "--use-v2-block-manager": "the V1 engine always uses its block manager; drop the flag",
+    "--swap-space": "the V1 engine recomputes preempted requests instead of swapping them to CPU; drop the flag "
+                    "(--kv-offloading-size offloads KV cache to CPU memory)",
 }
 
 # Flags rendered from typed settings; setting them again in extra_args would make two sources of truth.
@@ -57,9 +62,14 @@ def parse_version(version: str) -> tuple[int, int, int]:
     return int(major), int(minor), int(patch or 0)
 
 
-def large_gpu_defaults(gpu_memory_gib: float) -> tuple[int, int]:
-    """vLLM's own (max_num_seqs, max_num_batched_tokens) defaults for the API server, by GPU memory."""
-    return (1024, 8192) if gpu_memory_gib >= 70 else (256, 2048)
+def vllm_batch_defaults(gpu_memory_gib: float, gpu_product: str) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) vLLM 0.33's API server picks when they are unset, by the GPU's memory
+    and name (EngineArgs.get_batch_defaults): 160 GiB and up get 16384 tokens; A100s stay on the small tier."""
+    if gpu_memory_gib >= 160:
+        return 1024, 16384
+    if gpu_memory_gib >= 70 and "a100" not in gpu_product.lower():
+        return 1024, 8192
+    return 256, 2048
 
 
 class EngineSettings(BaseModel):
@@ -117,6 +127,19 @@ class EngineSettings(BaseModel):
                 raise ValueError(f"{flag} does not exist in vLLM 0.33: {REMOVED_FLAGS[flag]}")
             if flag in MANAGED_FLAGS:
                 raise ValueError(f"{flag} is set by a typed setting; set `{_field_for(flag)}` instead")
+            if flag.startswith("--") and not _known_flag(flag):
+                near = closest(flag, sorted(SERVE_FLAGS))
+                raise ValueError(f"{flag} is not a `vllm serve` flag of vLLM 0.33 (its parser exits with "
+                                 "\"unrecognized arguments\")" + (f"; did you mean {', '.join(near)}?" if near else ""))
+        return value
+
+    @field_validator("max_lora_rank")
+    @classmethod
+    def _lora_rank_choice(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # Only rendered (and so only seen by vLLM) with enable_lora, which is validated before this field.
+        if info.data.get("enable_lora") and value is not None and value not in LORA_RANKS:
+            raise ValueError(f"vLLM 0.33's --max-lora-rank takes one of {', '.join(map(str, LORA_RANKS))}; use the "
+                             "smallest of those >= your adapters' rank")
         return value
 
     @property
@@ -126,6 +149,20 @@ class EngineSettings(BaseModel):
     @property
     def gpus_per_replica(self) -> int:
         return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    def batch_sizes(self, gpu_memory_gib: float, gpu_product: str, max_model_len: int) -> tuple[int, int]:
+        """(max_num_seqs, max_num_batched_tokens) as vLLM 0.33 resolves them on this GPU: the settings, else its
+        defaults, a step that holds a whole prompt without chunked prefill, never more tokens than every sequence at
+        full length, and no more default sequences than tokens in a step."""
+        default_seqs, default_batched = vllm_batch_defaults(gpu_memory_gib, gpu_product)
+        max_num_seqs = self.max_num_seqs or default_seqs
+        batched = self.max_num_batched_tokens
+        if batched is None:
+            batched = default_batched if self.enable_chunked_prefill else max(max_model_len, default_batched)
+            batched = min(max_num_seqs * max_model_len, batched)
+        if self.max_num_seqs is None:
+            max_num_seqs = min(max_num_seqs, batched)
+        return max_num_seqs, batched
 
     def kv_dtype_bytes(self, model_dtype_bytes: int = 2) -> int:
         return KV_DTYPE_BYTES.get(self.kv_cache_dtype, model_dtype_bytes)
@@ -171,6 +208,17 @@ class EngineSettings(BaseModel):
         flag("shutdown-timeout", self.shutdown_timeout_seconds)
         args.extend(self.extra_args)
         return args
+
+
+def _known_flag(flag: str) -> bool:
+    """vLLM's parser takes underscores for hyphens, and `--no-enable-x` / `--no-disable-x` for backwards
+    compatibility beside the listed `--disable-x` / `--enable-x`."""
+    normalized = flag.replace("_", "-")
+    if normalized in SERVE_FLAGS:
+        return True
+    base = normalized.removeprefix("--no-")
+    return base != normalized.removeprefix("--") and base.startswith(("enable-", "disable-")) and \
+        f"--{base}" in SERVE_FLAGS
 
 
 def _field_for(flag: str) -> str:

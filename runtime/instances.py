@@ -26,6 +26,9 @@ class InstanceFacts:
     """Instance-store NVMe, decimal GB over all disks; 0 when the instance has none."""
     eks_max_pods: int
     """Pods the EKS AMI's kubelet admits (and reserves memory for)."""
+    efa_interfaces: int = 0
+    """EFA-capable network cards (EC2's maximum EFA interfaces); NCCL spreads traffic over all of them. 0: no EFA
+    in this table (the instance may still take one interface; the node group then gives it one)."""
 
 
 def _family(gpu_id: str, prefix: str, rows: dict[str, tuple[int, int, int, int, int]]) -> list[InstanceFacts]:
@@ -50,13 +53,13 @@ INSTANCES: tuple[InstanceFacts, ...] = (
         "12xlarge": (4, 48, 384, 3800, 292), "24xlarge": (4, 96, 768, 3800, 492),
         "48xlarge": (8, 192, 1536, 7600, 492),
     }),
-    InstanceFacts("p4d.24xlarge", "a100-40gb", 8, 96, 1152, 8000, 737),
-    InstanceFacts("p4de.24xlarge", "a100-80gb", 8, 96, 1152, 8000, 737),
+    InstanceFacts("p4d.24xlarge", "a100-40gb", 8, 96, 1152, 8000, 737, efa_interfaces=4),
+    InstanceFacts("p4de.24xlarge", "a100-80gb", 8, 96, 1152, 8000, 737, efa_interfaces=4),
     InstanceFacts("p5.4xlarge", "h100-sxm", 1, 16, 256, 3800, 118),
-    InstanceFacts("p5.48xlarge", "h100-sxm", 8, 192, 2048, 30400, 100),
-    InstanceFacts("p5e.48xlarge", "h200", 8, 192, 2048, 30400, 100),
-    InstanceFacts("p5en.48xlarge", "h200", 8, 192, 2048, 30400, 198),
-    InstanceFacts("p6-b200.48xlarge", "b200", 8, 192, 2048, 30400, 198),
+    InstanceFacts("p5.48xlarge", "h100-sxm", 8, 192, 2048, 30400, 100, efa_interfaces=32),
+    InstanceFacts("p5e.48xlarge", "h200", 8, 192, 2048, 30400, 100, efa_interfaces=32),
+    InstanceFacts("p5en.48xlarge", "h200", 8, 192, 2048, 30400, 198, efa_interfaces=16),
+    InstanceFacts("p6-b200.48xlarge", "b200", 8, 192, 2048, 30400, 198, efa_interfaces=8),
 )
 
 _BY_TYPE = {instance.instance_type: instance for instance in INSTANCES}
@@ -72,6 +75,13 @@ def find_instance(instance_type: str) -> InstanceFacts:
         raise UnknownIdError("instance type", instance_type, closest(instance_type, list(_BY_TYPE)),
                              valid=instance_types())
     return instance
+
+
+def efa_interfaces_for(instance_type: str) -> int:
+    """EFA interfaces a node group with EFA gives this instance type: all its EFA cards, or one when the table
+    knows none."""
+    instance = _BY_TYPE.get(instance_type)
+    return (instance.efa_interfaces if instance is not None else 0) or 1
 
 
 def instances_with(gpu_id: str) -> list[InstanceFacts]:

@@ -78,6 +78,10 @@ class ModelFacts:
     """Per-layer attention type; empty means every layer is full attention."""
     sliding_window: int | None = None
     notes: tuple[str, ...] = field(default=())
+    model_type: str = ""
+    """config.json's model_type (of the language model for multimodal wrappers); vLLM keys some refusals on it."""
+    torch_dtype: str = "bfloat16"
+    """The dtype vLLM runs with ``--dtype auto``: the checkpoint's 16-bit dtype (float32 checkpoints run in bf16)."""
 
     # ---- attention -------------------------------------------------------------------------------------------
     @property
@@ -301,8 +305,15 @@ def parse_config(config: dict[str, Any], name: str, hf_id: str = "") -> ModelFac
         dense_layer_indices=tuple(sorted(dense_layers)) if num_experts else (),
         layer_types=_layer_types(config, layers),
         sliding_window=config.get("sliding_window") if config.get("use_sliding_window") is not False else None,
+        model_type=model_type,
+        torch_dtype=_auto_dtype(config),
     )
     return facts
+
+
+def _auto_dtype(config: dict[str, Any]) -> str:
+    dtype = str(_get(config, "torch_dtype", "dtype", default="bfloat16")).replace("torch.", "")
+    return "float16" if dtype == "float16" else "bfloat16"
 
 
 # ---- the catalog ---------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from .engine import MAX_SAFE_GPU_MEMORY_UTILIZATION, EngineSettings, large_gpu_defaults
+from .engine import MAX_SAFE_GPU_MEMORY_UTILIZATION, EngineSettings
 from .errors import PlanningError
 from .gpus import GIB, GpuFacts
 from .kvcache import ASYNC_SCHEDULING_EXTRA_BATCHES, KvCacheGroup, layer_sliding_windows, plan_kv_cache
@@ -173,13 +173,8 @@ def plan_capacity(
             "KV cache, which this planner does not model",
             "plan this model by measuring vLLM's 'GPU KV cache size' log line instead",
         )
-    default_seqs, default_batched = large_gpu_defaults(gpu.memory_gib)
-    max_num_seqs = engine.max_num_seqs or default_seqs
     max_model_len = engine.max_model_len or model.max_position_embeddings
-    max_batched = engine.max_num_batched_tokens or default_batched
-    if engine.max_num_batched_tokens is None and not engine.enable_chunked_prefill:
-        # vLLM's EngineArgs: without chunked prefill a whole prompt is one batch, so the default is raised to it.
-        max_batched = max(max_model_len, default_batched)
+    max_num_seqs, max_batched = engine.batch_sizes(gpu.memory_gib, gpu.product_label, max_model_len)
     kv_dtype_bytes = engine.kv_dtype_bytes(model.native_dtype_bytes)
 
     weights = max(weights_bytes_per_stage(model, tp, pp))

@@ -207,6 +207,8 @@ class GpuNodesSpec(StrictModel):
     )
     count: int = Field(ge=1, description="How many such nodes there are: the most the planner places pods on.")
     labels: dict[str, str] = Field(default_factory=dict, description="Extra labels the nodes carry.")
+    efa: bool = Field(False, description="The nodes have EFA interfaces (as many as instance_type has) and run the "
+                                         "EFA device plugin: pods spanning nodes request vpc.amazonaws.com/efa.")
 
     @model_validator(mode="after")
     def _instance_or_size(self) -> GpuNodesSpec:
@@ -406,6 +408,10 @@ class ModelDeploymentSpec(StrictModel):
     gpus_per_node: int | None = Field(None, ge=1, le=16, description="None: from the node pool or GPU facts.")
     replicas: int = Field(1, ge=1, description="Replicas when not autoscaled.")
     image: str = Field("vllm/vllm-openai", description="Image repository; the tag follows engine.vllm_version.")
+    efa_image: str | None = Field(
+        None, description="Image repository for replicas that span EFA nodes: one with libfabric and the AWS OFI "
+                          "NCCL plugin (the upstream image has neither, and NCCL then uses TCP sockets); the tag "
+                          "follows engine.vllm_version. None: image.")
     engine: EngineSettings = Field(default_factory=EngineSettings, description="vLLM engine settings.")
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Where the weights come from.")
     autoscaling: AutoscalingSpec | None = Field(None, description="KEDA queue autoscaling; None: fixed replicas.")

@@ -16,6 +16,14 @@ Modes (exactly one):
       (vllm.entrypoints.common.cli_args.make_arg_parser) and prints JSON
       {ok, error, namespace}.
 
+  --serve
+      Long-lived: reads one JSON request per line on stdin and writes one JSON answer per line on stdout (flushed),
+      until stdin closes. Requests are those of --batch, plus {"engine": {config_dir, args, gpu_memory_gib,
+      gpu_name}}: the `vllm serve` argument list ARGS (its first item, the model, replaced by config_dir) parsed by
+      vLLM's serve parser and built into the engine configuration by EngineArgs.create_engine_config, with the
+      API server's batch defaults of the named GPU (see engine_verdict). Answer: {ok, stage, error}.
+      And {"serve_facts": {}}: the serve parser's flags and the quantization methods (runtime/vllm_flags.py).
+
   --batch
       Reads a JSON list of requests on stdin, each {"facts": {config_dir, tp, pp, kv_cache_dtype, dtype}},
       {"kv_capacity": {config_dir, tp, pp, kv_cache_dtype, max_model_len, max_num_batched_tokens,
@@ -108,20 +116,29 @@ class _ParseFailure(Exception):
         self.message = (message or "").strip()
 
 
-def parse_serve_args(argv: list[str]) -> dict:
-    from vllm.entrypoints.common.cli_args import (
-        make_arg_parser,
-        validate_parsed_serve_args,
-    )
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+_PARSERS: list = []
 
-    class _Parser(FlexibleArgumentParser):
-        # argparse reports every problem through exit(); raise instead so
-        # the probe can return JSON.
-        def exit(self, status=0, message=None):  # noqa: A003
-            raise _ParseFailure(status, message)
 
-    parser = make_arg_parser(_Parser(prog="vllm serve"))
+def _serve_parser():
+    """vLLM's serve parser, built once (building it takes a good fraction of a second)."""
+    if not _PARSERS:
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+        class _Parser(FlexibleArgumentParser):
+            # argparse reports every problem through exit(); raise instead so
+            # the probe can return JSON.
+            def exit(self, status=0, message=None):  # noqa: A003
+                raise _ParseFailure(status, message)
+
+        _PARSERS.append(make_arg_parser(_Parser(prog="vllm serve")))
+    return _PARSERS[0]
+
+
+def parse_serve_args(argv: list[str], keep: dict | None = None) -> dict:
+    from vllm.entrypoints.common.cli_args import validate_parsed_serve_args
+
+    parser = _serve_parser()
     out: dict = {"ok": False, "error": None, "namespace": None}
     usage = io.StringIO()
     try:
@@ -139,7 +156,9 @@ def parse_serve_args(argv: list[str]) -> dict:
     except Exception as exc:  # serve's own pre-load validation
         out["error"] = _err(exc)
         return out
-    # Not done: AsyncEngineArgs.from_cli_args(ns) -- its __post_init__
+    if keep is not None:
+        keep["namespace"] = ns
+    # Not done here: AsyncEngineArgs.from_cli_args(ns) -- its __post_init__
     # resolves the model name through the Hugging Face hub (get_model_path),
     # which fails offline for a hub id.
     out["ok"] = True
@@ -377,6 +396,123 @@ def _kv_capacity(request: dict) -> dict:
     return out
 
 
+# --------------------------------------------------------------------------
+# --serve: engine configuration verdicts
+# --------------------------------------------------------------------------
+@contextlib.contextmanager
+def _gpu_batch_defaults(memory_gib: float, name: str):
+    """vLLM picks max_num_seqs / max_num_batched_tokens defaults by the device's memory and name
+    (EngineArgs.get_batch_defaults). On CPU it would use its CPU defaults; for the duration of that one call the
+    platform answers as the target GPU would, so vLLM's own tiering code decides."""
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.platforms import current_platform
+
+    original = EngineArgs.__dict__["get_batch_defaults"]
+    platform_cls = type(current_platform)
+    patched_names = ("get_device_total_memory", "get_device_name", "is_device_capability", "is_cpu", "is_tpu")
+    saved = {key: platform_cls.__dict__.get(key) for key in patched_names}
+
+    def as_gpu(cls, world_size):
+        replacements = {
+            "get_device_total_memory": classmethod(lambda c, device_id=0: int(memory_gib * (1 << 30))),
+            "get_device_name": classmethod(lambda c, device_id=0: name),
+            "is_device_capability": classmethod(lambda c, capability, device_id=0: False),
+            "is_cpu": lambda self: False,
+            "is_tpu": lambda self: False,
+        }
+        for key, value in replacements.items():
+            setattr(platform_cls, key, value)
+        try:
+            return original.__func__(cls, world_size)
+        finally:
+            for key in patched_names:
+                if saved[key] is None:
+                    delattr(platform_cls, key)
+                else:
+                    setattr(platform_cls, key, saved[key])
+
+    EngineArgs.get_batch_defaults = classmethod(as_gpu)
+    try:
+        yield
+    finally:
+        EngineArgs.get_batch_defaults = original
+
+
+def engine_verdict(config_dir: str, args: list[str], gpu_memory_gib: float, gpu_name: str) -> dict:
+    """Does vLLM build an engine configuration from this `vllm serve` argument list?
+
+    What runs: the serve parser, serve's own argument validation, AsyncEngineArgs.from_cli_args and
+    create_engine_config (ModelConfig, CacheConfig, ParallelConfig, SchedulerConfig, LoRAConfig, VllmConfig and its
+    cross-checks). What cannot be judged here, on CPU: the device itself (the platform's check_and_update_config runs
+    as the CPU platform's; kernels and compute capability are chosen at load time) and memory (profiling a step and
+    sizing the KV cache need the GPU).
+    """
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.usage.usage_lib import UsageContext
+
+    kept: dict = {}
+    parsed = parse_serve_args([config_dir, *args[1:]], kept)
+    if not parsed["ok"]:
+        return {"ok": False, "stage": "parse", "error": parsed["error"]}
+    namespace = kept["namespace"]
+    try:
+        engine_args = AsyncEngineArgs.from_cli_args(namespace)
+        engine_args.skip_tokenizer_init = True  # the directory holds only config.json
+        with _gpu_batch_defaults(gpu_memory_gib, gpu_name):
+            engine_args.create_engine_config(UsageContext.OPENAI_API_SERVER)
+    except Exception as exc:
+        errors = getattr(exc, "errors", None)
+        if callable(errors):  # pydantic: the config class and vLLM's own sentence, without pydantic's decoration
+            first = errors()[0]
+            message = f"{getattr(exc, 'title', type(exc).__name__)}: {first['msg'].removeprefix('Value error, ')}"
+        else:
+            message = _err(exc)
+        return {"ok": False, "stage": "config", "error": message}
+    return {"ok": True, "stage": "config", "error": None}
+
+
+def serve_facts() -> dict:
+    """What runtime/vllm_flags.py records: the serve parser's long options and the quantization methods."""
+    from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
+
+    parser = _serve_parser()
+    flags = sorted({o for a in parser._actions for o in a.option_strings if o.startswith("--")})
+    return {"serve_flags": flags, "quantization_methods": list(QUANTIZATION_METHODS)}
+
+
+def _answer(request: dict) -> dict:
+    if "serve_facts" in request:
+        return serve_facts()
+    if "parse" in request:
+        return parse_serve_args(list(request["parse"]))
+    if "kv_capacity" in request:
+        return kv_capacity(request["kv_capacity"])
+    if "engine" in request:
+        engine = request["engine"]
+        return engine_verdict(engine["config_dir"], list(engine["args"]), float(engine["gpu_memory_gib"]),
+                              str(engine["gpu_name"]))
+    facts = request["facts"]
+    return model_facts(facts["config_dir"], int(facts.get("tp", 1)), int(facts.get("pp", 1)),
+                       facts.get("kv_cache_dtype", "auto"), facts.get("dtype", "auto"))
+
+
+def serve() -> int:
+    """One answer line per request line; vLLM's own output (fd 1 included) goes to stderr."""
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            answer = _answer(json.loads(line))
+        except Exception as exc:  # a probe bug must not hang the caller waiting for a line
+            answer = {"ok": False, "stage": "probe", "error": _err(exc)}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     rest: list[str] = []
@@ -388,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--config-dir", help="directory holding a HF config.json")
     mode.add_argument("--batch", action="store_true", help="answer a JSON list of requests read on stdin")
+    mode.add_argument("--serve", action="store_true", help="answer JSON requests line by line until stdin closes")
     mode.add_argument(
         "--parse-args",
         action="store_true",
@@ -399,18 +536,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="auto")
     opts = ap.parse_args(argv)
 
+    if opts.serve:
+        return serve()
     if opts.batch:
         answers: list = []
         with contextlib.redirect_stdout(sys.stderr):  # vLLM logs must not mix with the JSON answer
             for request in json.load(sys.stdin):
-                if "parse" in request:
-                    answers.append(parse_serve_args(list(request["parse"])))
-                elif "kv_capacity" in request:
-                    answers.append(kv_capacity(request["kv_capacity"]))
-                else:
-                    facts = request["facts"]
-                    answers.append(model_facts(facts["config_dir"], int(facts.get("tp", 1)), int(facts.get("pp", 1)),
-                                               facts.get("kv_cache_dtype", "auto"), facts.get("dtype", "auto")))
+                answers.append(_answer(request))
         result = answers
     elif opts.parse_args:
         result = parse_serve_args(rest)

@@ -16,8 +16,8 @@ def config_fields(facts: ModelFacts) -> dict[str, Any]:
     """A config.json (subset) that ``parse_config`` reads back to ``facts`` (name and hf_id aside)."""
     config: dict[str, Any] = {
         "architectures": [facts.architecture],
-        # qk_norm is read from the model type (Qwen3); nothing else below depends on it.
-        "model_type": "qwen3" if facts.qk_norm else "",
+        # qk_norm is read from the model type (Qwen3), and vLLM's float16 refusals (Gemma) key on it.
+        "model_type": facts.model_type,
         "num_hidden_layers": facts.num_hidden_layers,
         "hidden_size": facts.hidden_size,
         "num_attention_heads": facts.num_attention_heads,
@@ -30,7 +30,7 @@ def config_fields(facts: ModelFacts) -> dict[str, Any]:
         "attention_bias": facts.attention_bias,
     }
     if facts.weight_format in _QUANT_METHOD:
-        config["torch_dtype"] = "bfloat16"
+        config["torch_dtype"] = facts.torch_dtype
         config["quantization_config"] = {"quant_method": _QUANT_METHOD[facts.weight_format]}
     else:
         config["torch_dtype"] = facts.weight_format

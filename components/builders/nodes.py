@@ -12,18 +12,10 @@ from typing import Any
 
 from ...runtime.derive import ServingPlan
 from ...runtime.gpus import gpu_for_instance_type
+from ...runtime.instances import efa_interfaces_for
 from ...runtime.nodes import GPU_TAINT, NODE_DISK_GIB, pool_instances, pool_node_group_labels
 from ...runtime.spec import GpuNodePoolSpec
 
-# EFA-capable network cards per instance type (EC2 instance facts); NCCL spreads traffic over all of them.
-EFA_INTERFACES: dict[str, int] = {
-    "p4d.24xlarge": 4,
-    "p4de.24xlarge": 4,
-    "p5.48xlarge": 32,
-    "p5e.48xlarge": 32,
-    "p5en.48xlarge": 16,
-    "p6-b200.48xlarge": 8,
-}
 # Policies every EKS worker node needs (join the cluster, pull images from ECR, run the VPC CNI).
 NODE_ROLE_POLICY_ARNS = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
@@ -89,7 +81,7 @@ def build_node_group(pool: GpuNodePoolSpec, cluster_name: str, plans: list[Servi
         capacity_reservation_id=pool.capacity_reservation_id, min_size=pool.min_size,
         desired_size=pool.desired_size, max_size=pool.max_size, subnet_ids=list(pool.subnet_ids),
         node_role_arn=pool.node_role_arn, disk_size_gib=pool.disk_size_gib or NODE_DISK_GIB,
-        root_device_name=device, efa=efa, efa_interfaces=EFA_INTERFACES.get(instance_type, 1) if efa else 0,
+        root_device_name=device, efa=efa, efa_interfaces=efa_interfaces_for(instance_type) if efa else 0,
         placement_group=placement, labels=labels, taints=[eks_taint(GPU_TAINT)],
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ...runtime import annotations as ann
 from ...runtime.derive import (
+    EFA_RESOURCE,
     LIVENESS_PROBE_PERIOD_SECONDS,
     MODEL_MOUNT_PATH,
     PDB_MAX_UNAVAILABLE,
@@ -218,6 +219,9 @@ def resources(plan: ServingPlan) -> dict[str, Any]:
         GPU_RESOURCE: gpus,
     }
     limits: dict[str, Any] = {"ephemeral-storage": disk, GPU_RESOURCE: gpus}
+    if plan.efa_devices_per_pod:
+        # A replica spanning EFA nodes: every EFA interface of the node, so NCCL's traffic crosses all of them.
+        requests[EFA_RESOURCE] = limits[EFA_RESOURCE] = str(plan.efa_devices_per_pod)
     if plan.cpu_limit is not None:
         limits["cpu"] = plan.cpu_limit
     if plan.memory_limit_gib is not None:
@@ -225,11 +229,17 @@ def resources(plan: ServingPlan) -> dict[str, Any]:
     return {"requests": requests, "limits": limits}
 
 
+def efa_env(plan: ServingPlan) -> list[dict[str, Any]]:
+    """libfabric's EFA provider for the AWS OFI NCCL plugin (in the efa_image), rather than probing the others."""
+    return [{"name": "FI_PROVIDER", "value": "efa"}] if plan.efa_devices_per_pod else []
+
+
 def env(plan: ServingPlan) -> list[dict[str, Any]]:
     spec = plan.spec
     items: list[dict[str, Any]] = [{"name": key, "value": value} for key, value in CACHE_ENV.items()]
     if spec.api_key is not None:
         items.append(secret_env("VLLM_API_KEY", spec.api_key, api_key_secret_name(spec.name), API_KEY_SECRET_KEY))
+    items += efa_env(plan)
     if spec.storage.kind == "hf-download" and spec.storage.hf_token is not None:
         # No shared store: vLLM downloads from the hub itself at every start, so it needs the token.
         items.append(secret_env("HF_TOKEN", spec.storage.hf_token, hf_token_secret_name(spec.name),
@@ -360,7 +370,7 @@ def build_leader_worker_set(plan: ServingPlan, extra_labels: dict[str, str] | No
         "image": plan.image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["bash", "-c", WORKER_SCRIPT, "vllm-worker"],
-        "env": [{"name": key, "value": value} for key, value in CACHE_ENV.items()],
+        "env": [{"name": key, "value": value} for key, value in CACHE_ENV.items()] + efa_env(plan),
         "resources": resources(plan),
         # Workers outlive the leader's drain: the leader's engine still needs their GPUs while requests finish.
         **lifecycle(plan.worker_pre_stop_sleep_seconds),

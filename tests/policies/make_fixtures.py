@@ -171,6 +171,16 @@ fx(R, "fires", "tp2-on-pcie", "TP 2 over RTX 4090s (PCIe only).", d)
 fx(R, "passes", "multi-node-nvlink", "TP 8 over H100 SXM (NVLink).", base("LeaderWorkerSet", multi=True))
 fx(R, "passes", "reference", "TP 1.", base("Deployment"))
 
+R = "tensor-parallel-across-nodes"
+d = base("LeaderWorkerSet", multi=True); a = leader(d)["containers"][0]["args"]; a[0] = a[0].replace("--tensor-parallel-size 8", "--tensor-parallel-size 16").replace("--pipeline-parallel-size 2", "--pipeline-parallel-size 1")
+fx(R, "fires", "tp16-over-two-nodes-no-efa", "TP 16 over two 8-GPU pods, no EFA devices requested: the all-reduce goes over TCP.", d)
+for spec in (leader(d), worker(d)):
+    for key in ("requests", "limits"):
+        spec["containers"][0]["resources"].setdefault(key, {})["vpc.amazonaws.com/efa"] = "32"
+fx(R, "fires", "tp16-over-two-nodes-with-efa", "TP 16 over two 8-GPU pods with 32 EFA devices each: still across the network.", d)
+fx(R, "passes", "tp8-pp2", "TP 8 inside each node, PP 2 across the nodes (the reference).", base("LeaderWorkerSet", multi=True))
+fx(R, "passes", "single-pod", "A Deployment: one pod, TP never leaves the node.", base("Deployment"))
+
 R = "kv-cache-fits"
 d = base("Deployment"); vllm(d)["args"][0] = "/models/llama-3.1-70b"
 fx(R, "fires", "70b-on-one-4090", "70B weights (141 GB) on one 24 GB GPU: no memory for a KV cache.", d)

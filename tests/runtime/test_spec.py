@@ -75,6 +75,11 @@ def test_valid_spec_parses_and_plans() -> None:
         ("duplicate names", {"cluster": {"mode": "render"}, "models": [valid_spec()["models"][0]] * 2},
          "model name 'llama' is used twice"),
         ("not a mapping", ["models"], "deployment='list': must be a mapping"),
+        ("model volume smaller than the checkpoint", valid_spec(storage={"kind": "efs", "size_gib": 1}),
+         "models[0].storage.size_gib=1: the model volume of 1 GiB cannot hold llama-3.1-8b's checkpoint of 15.0 GiB "
+         "plus 20% headroom (tokenizer and config files, a second revision during an update), 18 GiB"),
+        ("download cache smaller than the checkpoint", valid_spec(storage={"kind": "hf-download", "size_gib": 17}),
+         "models[0].storage.size_gib=17: the pod's download cache of 17 GiB cannot hold"),
         ("config.json model with nothing to download", valid_spec(model="tests/runtime/no-such/config.json"),
          "models[0].model='tests/runtime/no-such/config.json': no config.json there"),
     ],
@@ -82,6 +87,11 @@ def test_valid_spec_parses_and_plans() -> None:
 def test_bad_spec_names_setting_value_reason_and_alternative(case: str, raw: object, expected: str) -> None:
     found = problems(raw)
     assert any(expected in line for line in found), found
+
+
+def test_a_model_volume_of_exactly_the_checkpoint_plus_headroom_is_enough() -> None:
+    (plan,) = plan_deployment(parse_deployment(valid_spec(storage={"kind": "efs", "size_gib": 18})))
+    assert plan.pvc_size_gib == 18
 
 
 def test_every_problem_is_reported_at_once() -> None:
