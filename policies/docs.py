@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .gpu_labels import LABELS as GPU_LABELS
 from .registry import CANNOT_CHECK_POLICY, Rule, all_rules
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "policies.md"
@@ -53,8 +54,16 @@ def render() -> str:
         "\"cannot check\" finding instead of passing (in the pack, under the advisory policy "
         f"`{CANNOT_CHECK_POLICY}`). The model comes from the `vllm-pulumi.dev/model` / `model-config` annotations, "
         "`--model` or the positional model (catalog ids and their Hugging Face ids, also as the last parts of a "
-        "path); the GPU from the `vllm-pulumi.dev/gpu` annotation or the `nvidia.com/gpu.product` node selector "
-        "or affinity.", "",
+        "path); the GPU from the `vllm-pulumi.dev/gpu` annotation or a node selector or required affinity on "
+        f"{', '.join(f'`{label}`' for label in GPU_LABELS)} (the last through the instance facts of "
+        "runtime/instances.py).",
+        "- **Workload kinds**: vLLM containers are found in the pod templates of Deployments, StatefulSets, Pods, "
+        "LeaderWorkerSets, Jobs, CronJobs, DaemonSets and ReplicaSets, KubeRay RayService, RayCluster and RayJob "
+        "(head and worker groups), and KServe InferenceService, (Cluster)ServingRuntime and LLMInferenceService. "
+        "Rules about a Deployment's or LeaderWorkerSet's rollout strategy (`rollout-no-unavailable`) run on those "
+        "kinds only. When the engine flags are not in the manifest (Ray Serve apps, KServe's controller-filled "
+        "containers) or a vLLM container sits in a kind the checker cannot read, `vllm-workload-readable` says so, "
+        "and the text summary counts the vLLM workloads checked, checked without engine flags, and not checked.", "",
         "| rule | enforcement | severity | group |", "|---|---|---|---|",
     ]
     groups: dict[str, list[Rule]] = {}
