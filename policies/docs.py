@@ -8,10 +8,44 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import yaml
+
 from .gpu_labels import LABELS as GPU_LABELS
 from .registry import CANNOT_CHECK_POLICY, Rule, all_rules
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "policies.md"
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "policies" / "corpus"
+"""Real-world manifests the checker is tested on, with their sources and reviewed findings (a checkout only)."""
+
+
+def _corpus_section(corpus: Path = CORPUS) -> list[str]:
+    """The table of the real-world corpus: per project its manifests, what the checker finds there, and why the
+    mandatory findings are right (the review in corpus/SOURCES), counted from the reviewed .expected files."""
+    sources = corpus / "SOURCES"
+    if not sources.is_file():
+        return []
+    data = yaml.safe_load(sources.read_text(encoding="utf-8"))
+    lines = [
+        "## Real-world manifests", "",
+        "The checker is tested on vLLM manifests published by other projects (`tests/policies/corpus/`, sources with "
+        "commit and licence in `corpus/SOURCES`; the findings of each file are reviewed by hand in "
+        "`<file>.expected`, written by `corpus/write_expected.py`).", "",
+        "| project | manifests | mandatory / advisory findings | why the mandatory ones are right |",
+        "|---|---|---|---|",
+    ]
+    for project in data["projects"]:
+        files = [row["file"] for row in data["manifests"] if row["file"].split("/")[0] == project["name"]]
+        counts = {"mandatory": 0, "advisory": 0}
+        for file in files:
+            expected = corpus / (file + ".expected")
+            for line in expected.read_text(encoding="utf-8").splitlines() if expected.is_file() else []:
+                level = line.split(" ", 1)[0]
+                if level in counts:
+                    counts[level] += 1
+        lines.append(f"| [{project['repo']}](https://github.com/{project['repo']}) | {len(files)} | "
+                     f"{counts['mandatory']} / {counts['advisory']} | {project['review']} |")
+    lines.append("")
+    return lines
 
 
 def _rule_section(rule: Rule) -> list[str]:
@@ -72,6 +106,7 @@ def render() -> str:
     lines += [f"| [`{r.name}`](#{r.name}) | {r.enforcement} | {r.severity} | {r.group} |"
               for members in groups.values() for r in members]
     lines.append("")
+    lines += _corpus_section()
     for group, members in groups.items():
         lines += [f"## {group}", ""]
         for r in members:

@@ -551,6 +551,21 @@ def gpu_requests_equal_limits(res: Resource, settings: Mapping[str, Any]) -> Ite
                 )
 
 
+OTHER_ACCELERATORS = ("google.com/tpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "amd.com/gpu",
+                      "habana.ai/gaudi", "gpu.intel.com/i915")
+"""Device resources of accelerators other than NVIDIA GPUs: vLLM's parallel sizes count those devices instead."""
+
+
+def other_accelerator(template: PodTemplate) -> str | None:
+    for container in template.containers:
+        resources = mapping(container.get("resources"))
+        for part in ("limits", "requests"):
+            for name in mapping(resources.get(part)):
+                if str(name) in OTHER_ACCELERATORS:
+                    return str(name)
+    return None
+
+
 @rule(
     "gpus-match-parallelism", group="GPUs", enforcement="mandatory", severity="high", kinds=SERVING,
     description="The GPUs of a replica equal TP x PP (x DP): the vLLM container's nvidia.com/gpu limit for one pod; "
@@ -560,7 +575,11 @@ def gpu_requests_equal_limits(res: Resource, settings: Mapping[str, Any]) -> Ite
     fix="Make nvidia.com/gpu (x LWS size) equal to --tensor-parallel-size x --pipeline-parallel-size.",
 )
 def gpus_match_parallelism(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    if res.kind in ("ServingRuntime", "ClusterServingRuntime"):
+        return  # a runtime is a template: the InferenceService that uses it sets the resources
     for server in res.servers:
+        if any(other_accelerator(t) for t in res.templates):
+            continue  # TPU / Neuron / ROCm pods: the parallel sizes count those devices, not nvidia.com/gpu
         tp, pp, dp = server.tensor_parallel_size, server.pipeline_parallel_size, server.data_parallel_size
         if tp is None or pp is None or dp is None:
             yield _cannot("GPUs against parallelism", "the parallel sizes are not literal integers")
@@ -844,6 +863,11 @@ def image_pinned(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violati
             image = container.get("image")
             if not isinstance(image, str) or not image:
                 continue
+            if "$" in image or "{{" in image:
+                yield Violation(f"cannot check whether container {container.get('name')!r} is pinned: image {image!r} "
+                                "is a template placeholder", "check the manifest after substitution",
+                                cannot_check=True)
+                continue
             _, tag, digest = image_tag(image)
             if digest:
                 continue
@@ -890,7 +914,7 @@ def lws_restart_policy(res: Resource, settings: Mapping[str, Any]) -> Iterator[V
     if not res.is_lws or (res.lws_size or 2) <= 1:
         return
     policy = mapping(res.spec.get("leaderWorkerTemplate")).get("restartPolicy", "RecreateGroupOnPodRestart")
-    if policy != "RecreateGroupOnPodRestart":
+    if policy not in ("RecreateGroupOnPodRestart", "RecreateGroupAfterStart"):
         yield Violation(f"spec.leaderWorkerTemplate.restartPolicy is {policy!r} for a group of {res.lws_size} pods",
                         "set spec.leaderWorkerTemplate.restartPolicy: RecreateGroupOnPodRestart")
 

@@ -241,10 +241,15 @@ def vllm_containers(value: object, path: str = "") -> Iterator[tuple[str, dict[s
     """(path, container) of every container-shaped mapping (``image`` or ``command``/``args``) that runs vLLM,
     anywhere inside an object: how an unknown kind is searched."""
     if isinstance(value, dict):
+        image = value.get("image")
         if ("image" in value or "command" in value or "args" in value) and (
-                is_vllm_image(value.get("image")) or mentions_vllm(value.get("command"))
-                or mentions_vllm(value.get("args"))):
+                is_vllm_image(image) or (isinstance(image, dict) and mentions_vllm(image))
+                or mentions_vllm(value.get("command")) or mentions_vllm(value.get("args"))):
             yield path, value
+            return
+        engine = next((str(k) for k in value if "vllm" in str(k).lower()), None)
+        if engine is not None:  # an operator's own schema for vLLM settings (production-stack's vllmConfig)
+            yield f"{path}.{engine}" if path else engine, value
             return
         for key, item in value.items():
             yield from vllm_containers(item, f"{path}.{key}" if path else str(key))
@@ -637,6 +642,9 @@ class Resource(HasMetadata):
             # Without a leaderTemplate, workers run the leader's template; with one, only the leader serves.
             leaders = [s for s in found if s.template.role == "leader"]
             found = leaders or found
+        if self.kind in RAY_KINDS:
+            # KubeRay gives a container without a command its own `ray start`: the image's entrypoint never runs.
+            found = [s for s in found if s.command.entry != "image"]
         if self.kind in RAY_KINDS and len(found) > 1:
             found = [s for s in found if s.template.role == "head"] or found  # workers only join the Ray cluster
         return found

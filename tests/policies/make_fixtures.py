@@ -533,6 +533,15 @@ fx(R, "fires", "cannot-check-llminferenceservice", "KServe fills the vllm serve 
 cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "notes"}, "data": {"readme": "image: vllm/vllm-openai:v0.33.0"}}
 fx(R, "passes", "configmap-mentioning-vllm", "A ConfigMap that mentions the vLLM image holds no container.", [cm])
 
+d = base("Deployment"); vllm(d)["image"] = "$VLLM_IMAGE"
+fx("image-pinned", "fires", "cannot-check-placeholder", "An envsubst placeholder for the image: 'cannot check' until substituted.", d)
+d = base("LeaderWorkerSet", multi=True); lws(d)["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "RecreateGroupAfterStart"
+fx("lws-restart-policy", "passes", "recreate-group-after-start", "RecreateGroupAfterStart also recreates the whole group.", d)
+d = base("LeaderWorkerSet", multi=True)
+for t in (leader(d), worker(d)):
+    t["containers"][0]["resources"] = {"limits": {"google.com/tpu": 4}, "requests": {"google.com/tpu": 4}}
+fx("gpus-match-parallelism", "passes", "tpu-pods", "TPU pods: vLLM's parallel sizes count TPU chips, not nvidia.com/gpu.", d)
+
 for (rule, kind, name), (desc, docs) in out.items():
     path = ROOT / rule / kind / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
