@@ -47,7 +47,9 @@ METRICS: dict[str, Change] = {
 ASSUMED_VERSION: Version = parse_version(DEFAULT_VLLM_VERSION)
 """What an image whose tag names no vLLM release is taken to run: the release the package pins."""
 
-_VLLM_REPOSITORY = re.compile(r"(^|/)vllm(-openai)?(-[a-z0-9]+)?$|(^|/)vllm/vllm-openai")
+# Repositories whose tags are vLLM release numbers: the project's vllm-openai image and rebuilds of it under that
+# name (lmcache/vllm-openai). Other vllm-named images (vllm-tpu nightlies, in-house builds) carry their own numbers.
+_VLLM_REPOSITORY = re.compile(r"(^|/)vllm-openai$")
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ class ImageVersion:
 
 
 def image_version(image: object) -> ImageVersion:
-    """The vLLM release of an image: the tag of vllm/vllm-openai (and vllm-named repositories) when it is a release
+    """The vLLM release of an image: the tag of a vllm-openai repository when it is a release
     number like v0.8.5; else the pinned default, marked as assumed."""
     if isinstance(image, str) and "@" not in image:
         last = image.rsplit("/", 1)[-1]

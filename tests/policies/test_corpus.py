@@ -75,3 +75,13 @@ def test_summary_counts_every_vllm_workload() -> None:
     assert coverage.partly >= 5  # Ray Serve apps and LLMInferenceServices
     assert coverage.checked >= 10
     assert "not checked" in coverage.summary()
+
+
+def test_text_summary_says_how_many_workloads_were_and_were_not_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    from vllm_pulumi.policies.cli import main
+
+    files = [str(m) for m in MANIFESTS if m.parent.name in ("production-stack", "kuberay")]
+    assert main([*files, "--no-hub"]) == 1
+    summary = capsys.readouterr().out.splitlines()[-1]
+    assert summary.endswith("6 vLLM workload(s): 2 checked, 3 checked without their engine flags, 1 not checked "
+                            "(kind unreadable)"), summary
