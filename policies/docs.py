@@ -12,6 +12,7 @@ import yaml
 
 from .gpu_labels import LABELS as GPU_LABELS
 from .registry import CANNOT_CHECK_POLICY, Rule, all_rules
+from .versions import FLAGS, METRICS, release
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "policies.md"
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "policies" / "corpus"
@@ -65,6 +66,24 @@ def _rule_section(rule: Rule) -> list[str]:
     return lines
 
 
+def _versions_section() -> list[str]:
+    """The flags and metrics whose presence depends on the image's vLLM release (policies.versions)."""
+    def when(version: tuple[int, int, int] | None) -> str:
+        return release(version) if version else "-"
+
+    lines = [
+        "## vLLM versions", "",
+        "Findings and fixes follow the vLLM release of the image (the tag of a `vllm-openai` image; any other image is "
+        "assumed to run the pinned default, and the message says so). A fix that needs a newer release says to "
+        "upgrade first.", "",
+        "| flag or metric | first release | gone by default from | read from |", "|---|---|---|---|",
+    ]
+    lines += [f"| `--{name}` | {when(c.added)} | {when(c.removed)} | {c.source} |" for name, c in FLAGS.items()]
+    lines += [f"| `{name}` | {when(c.added)} | {when(c.removed)} | {c.source} |" for name, c in METRICS.items()]
+    lines.append("")
+    return lines
+
+
 def render() -> str:
     rules = all_rules()
     lines = [
@@ -72,8 +91,11 @@ def render() -> str:
         "<!-- Generated from policies/registry.py by `python -m policies.docs`; do not edit by hand. -->", "",
         "The same rules run in two shells: the Pulumi CrossGuard pack (`pulumi preview --policy-pack policies`) and "
         "the offline checker over rendered YAML (`vllm-pulumi-check PATH... [--format text|json|sarif|github] "
-        "[--config FILE] [--jobs N]`, also `python -m policies.check`; PATH is a file, a directory or `-` for "
-        "standard input; exit 0 without mandatory findings, 1 with, 2 on unreadable input). JSON output is a list "
+        "[--config FILE] [--jobs N] [--model-config DIR_OR_FILE] [--no-hub]`, also `python -m policies.check`; PATH "
+        "is a file, a directory or `-` for standard input; exit 0 without mandatory findings, 1 with, 2 on "
+        "unreadable input). Models outside the catalog are read from `--model-config` (a config.json, or a "
+        "directory of `<org>/<name>/config.json`) and, unless `--no-hub` or `HF_HUB_OFFLINE=1`, from the Hugging "
+        "Face Hub (`pip install 'vllm-pulumi[hub]'`; the usual token, cached, a timeout: `--hub-timeout`). JSON output is a list "
         "of findings: `policy`, `enforcement`, `severity`, `resource` (`apiVersion`, `kind`, `namespace`, `name`), "
         "`message`, `fix`, `file`, `line` and `document`; SARIF 2.1.0 and GitHub annotations are described in the "
         "README's \"Use in CI\".", "",
@@ -106,6 +128,7 @@ def render() -> str:
     lines += [f"| [`{r.name}`](#{r.name}) | {r.enforcement} | {r.severity} | {r.group} |"
               for members in groups.values() for r in members]
     lines.append("")
+    lines += _versions_section()
     lines += _corpus_section()
     for group, members in groups.items():
         lines += [f"## {group}", ""]
