@@ -292,7 +292,9 @@ def serve_command(container: dict[str, Any]) -> ServeCommand | None:
     if found is not None:
         entry, rest = found
     elif not command and not in_shell and is_vllm_image(container.get("image")):
-        entry, rest = "image", args
+        # Some published examples repeat the subcommand in args (`args: [serve, MODEL, ...]`): the model is what
+        # follows it, not a model called "serve".
+        entry, rest = "image", args[1:] if args[:1] == ["serve"] else args
     else:
         return None
     flags, names, positional = parse_flags(rest)

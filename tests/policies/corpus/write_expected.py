@@ -40,6 +40,12 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("production-stack", "memory-limit-covers-shm"): "the 128Gi memory-backed /dev/shm is charged to a 30Gi memory limit: the pod is OOM-killed when shm fills",
     ("production-stack", "shutdown-timeout"): "vllm serve without --shutdown-timeout (image ubuntu:22.04 installs vLLM: version assumed current)",
     ("production-stack", "rollout-no-unavailable"): "no strategy: the default maxUnavailable 25% stops replicas before replacements serve",
+    ("vllm", "kv-cache-fits"): "Qwen3-235B-A22B in BF16 over TP 4 is ~110 GiB of weights per 80 GB H100: vLLM runs out of memory loading it",
+    ("vllm", "liveness-probe-safe"): "livenessProbe without startupProbe: 330 s of a 470 GB load, then the kubelet restarts it",
+    ("vllm", "startup-probe-covers-load"): "no startupProbe for a multi-minute load",
+    ("vllm", "image-pinned"): "vllm/vllm-openai:latest (the comment itself says to pin it)",
+    ("vllm", "shutdown-timeout"): "vllm serve without --shutdown-timeout (image :latest, assumed current)",
+    ("vllm", "rollout-no-unavailable"): "no strategy: the default maxUnavailable 25% takes 10 of 40 replicas down before replacements load",
 }
 
 
