@@ -381,6 +381,16 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
     return []
 
 
+def _huggingface_runtime(spec: dict[str, Any]) -> bool:
+    """An InferenceService on KServe's Hugging Face runtime, which serves generative models with vLLM unless told
+    ``--backend=huggingface``."""
+    model = mapping(mapping(spec.get("predictor")).get("model"))
+    if str(mapping(model.get("modelFormat")).get("name", "")).lower() != "huggingface":
+        return False
+    args = " ".join(strings(model.get("args")))
+    return "--backend=huggingface" not in args and "--backend huggingface" not in args
+
+
 def _template_at(role: str, path: str, template: object) -> PodTemplate | None:
     """A ``{metadata, spec}`` pod template found at ``path``, or None when absent."""
     if not isinstance(template, dict):
@@ -658,6 +668,8 @@ class Resource(HasMetadata):
         if self.kind not in SERVING_KINDS:
             return False
         if self.servers or any(is_vllm_image(c.get("image")) for t in self.templates for c in t.containers):
+            return True
+        if self.kind == "InferenceService" and _huggingface_runtime(self.spec):
             return True
         return self.kind in RAY_KINDS | KSERVE_KINDS and mentions_vllm(self.spec)
 

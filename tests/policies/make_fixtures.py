@@ -542,6 +542,14 @@ for t in (leader(d), worker(d)):
     t["containers"][0]["resources"] = {"limits": {"google.com/tpu": 4}, "requests": {"google.com/tpu": 4}}
 fx("gpus-match-parallelism", "passes", "tpu-pods", "TPU pods: vLLM's parallel sizes count TPU chips, not nvidia.com/gpu.", d)
 
+isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "llama"},
+        "spec": {"predictor": {"model": {"modelFormat": {"name": "huggingface"},
+                                         "args": ["--model_name=llama", "--model_id=meta-llama/Llama-3.1-8B-Instruct"],
+                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}}}}
+fx("vllm-workload-readable", "fires", "cannot-check-kserve-huggingface-runtime", "KServe's Hugging Face runtime serves with vLLM; its command comes from the ServingRuntime.", [isvc])
+isvc2 = copy.deepcopy(isvc); isvc2["spec"]["predictor"]["model"]["args"].append("--backend=huggingface")
+fx("vllm-workload-readable", "passes", "kserve-huggingface-backend", "--backend=huggingface: the runtime does not use vLLM.", [isvc2])
+
 for (rule, kind, name), (desc, docs) in out.items():
     path = ROOT / rule / kind / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
