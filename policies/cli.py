@@ -17,7 +17,8 @@ import yaml
 
 from .engine import Config, ConfigError
 from .loader import InputError
-from .offline import check_paths
+from .model_configs import HUB_TIMEOUT_SECONDS, ModelConfigError, ModelConfigs, configure
+from .offline import Coverage, check_paths
 from .registry import all_rules
 from .report import FORMATS, format_github, format_json, format_sarif, format_text
 
@@ -49,6 +50,14 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                              "file of a repository")
     parser.add_argument("--jobs", "-j", type=int, metavar="N",
                         help="processes that parse in parallel (default: one per core for many files)")
+    parser.add_argument("--model-config", action="append", default=[], metavar="DIR_OR_FILE",
+                        help="config.json of models outside the catalog: a file (for every such model) or a directory "
+                             "of <org>/<name>/config.json; may be repeated")
+    parser.add_argument("--no-hub", dest="hub", action="store_false",
+                        help="do not fetch config.json of models outside the catalog from the Hugging Face Hub "
+                             "(also off when HF_HUB_OFFLINE=1: then only the local Hugging Face cache is read)")
+    parser.add_argument("--hub-timeout", type=float, default=HUB_TIMEOUT_SECONDS, metavar="SECONDS",
+                        help="timeout of one Hub request (default %(default)s)")
     parser.add_argument("--config", metavar="FILE",
                         help="YAML: {rules: {<rule>: {enforcement: mandatory|advisory|disabled, <setting>: value}}}")
     return parser
@@ -82,15 +91,21 @@ def main(argv: Sequence[str] | None = None, prog: str = MODULE_PROG) -> int:
     try:
         return _run(args)
     finally:
+        configure(ModelConfigs())  # in-process callers (tests, the pre-commit hook) start the next run clean
         if collecting:
             gc.enable()
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
+        sources = ModelConfigs(args.model_config, hub=args.hub, timeout_seconds=args.hub_timeout)
+        sources.validate()
+        configure(sources)
         config = load_config(args.config)
-        findings = check_paths(args.paths, config, jobs=args.jobs, skip_non_kubernetes=args.skip_non_kubernetes)
-    except (InputError, ConfigError) as error:
+        coverage = Coverage()
+        findings = check_paths(args.paths, config, jobs=args.jobs, skip_non_kubernetes=args.skip_non_kubernetes,
+                               coverage=coverage)
+    except (InputError, ConfigError, ModelConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INPUT
     findings = sorted(findings, key=lambda f: (
@@ -101,9 +116,9 @@ def _run(args: argparse.Namespace) -> int:
     elif args.format == "sarif":
         report = format_sarif(findings, all_rules().values())
     elif args.format == "github":
-        report = format_github(findings)
+        report = format_github(findings, coverage.summary())
     else:
-        report = format_text(findings)
+        report = format_text(findings, coverage.summary())
     try:
         print(report, flush=True)
     except BrokenPipeError:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .registry import CANNOT_CHECK_POLICY, ENFORCEMENTS, Enforcement, Rule, Severity, Violation, all_rules
+from .registry import ANY_KIND, CANNOT_CHECK_POLICY, ENFORCEMENTS, Enforcement, Rule, Severity, Violation, all_rules
 from .workload import Resource
 
 
@@ -126,7 +126,7 @@ def finding(rule: Rule, level: Enforcement, violation: Violation, resource: Reso
 
 def check_resource(rule: Rule, resource: Resource, settings: Mapping[str, Any]) -> list[Violation]:
     """One resource rule on one object, exemptions applied."""
-    if rule.name in resource.exemptions or resource.kind not in rule.kinds:
+    if rule.name in resource.exemptions or (resource.kind not in rule.kinds and ANY_KIND not in rule.kinds):
         return []
     return list(rule.check(resource, settings))
 
@@ -162,7 +162,7 @@ def evaluate(
             for violation in check_stack(rule, resources, settings):
                 findings.append(finding(rule, level, violation, violation.resource or resources[0]))
             continue
-        for kind in rule.kinds:
+        for kind in (by_kind if ANY_KIND in rule.kinds else rule.kinds):
             for resource in by_kind.get(kind, ()):
                 for violation in check_resource(rule, resource, settings):
                     findings.append(finding(rule, level, violation, resource))

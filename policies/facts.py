@@ -21,7 +21,7 @@ from vllm_pulumi.runtime.models import ModelFacts
 from vllm_pulumi.runtime.planner import CapacityPlan, plan_capacity
 from vllm_pulumi.runtime.startup import STORAGE_READ_GB_PER_SECOND, startup_budget
 
-from .workload import Resource, Server, as_float, as_int
+from .workload import Resource, Server, as_float, as_int, mapping, secret_env_names
 
 _KV_DTYPES = frozenset(get_args(KvCacheDtype))
 
@@ -54,6 +54,9 @@ def storage_kind(server: Server, default: str) -> str:
         return "s3-runai-streamer"
     if ref.startswith("/"):
         return default
+    offline = mapping(secret_env_names(server.container).get("HF_HUB_OFFLINE")).get("value")
+    if str(offline).strip().lower() in ("1", "true", "yes", "on"):
+        return default  # read from a Hugging Face cache on a volume, never downloaded at start
     return "hf-download"
 
 

@@ -11,13 +11,14 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .engine import Config, Finding, evaluate
 from .loader import InputError, load_text, read_file, read_stream, yaml_files
 from .registry import all_rules, reads
-from .workload import Resource
+from .workload import NON_WORKLOAD_KINDS, POD_KINDS, Resource, is_vllm_image, vllm_containers
 
 STDIN = "-"
 """The PATH that means standard input (``helm template ... | vllm-pulumi-check -``)."""
@@ -43,19 +44,61 @@ def _workers(files: int, jobs: int | None = None) -> int:
     return max(1, min(cores, int(idle + 0.5), files // FILES_PER_WORKER))
 
 
-def _check_file(file: str) -> tuple[list[Finding], list[tuple[dict[str, Any], int, int]]]:
+@dataclass
+class Coverage:
+    """How many vLLM workloads the run saw, and how far it could read them: the summary line's numbers."""
+
+    checked: int = 0
+    """vLLM workloads whose server command the rules read."""
+    partly: int = 0
+    """vLLM workloads of a known kind whose engine flags are not in the manifest (Ray Serve, KServe's controller)."""
+    unreadable: int = 0
+    """vLLM containers in kinds the checker cannot read."""
+
+    def add(self, resources: Sequence[Resource]) -> None:
+        for resource in resources:
+            if resource.kind in NON_WORKLOAD_KINDS:
+                continue
+            if resource.kind in POD_KINDS:
+                if resource.is_vllm:
+                    if resource.unread_engine:
+                        self.partly += 1
+                    else:
+                        self.checked += 1
+                elif any(is_vllm_image(c.get("image")) or resource.command_of(c) is not None
+                         for t in resource.templates for c in t.containers):
+                    self.checked += 1  # batch kinds (Job, CronJob, RayJob, DaemonSet) running vLLM
+            elif next(vllm_containers(resource.spec), None) is not None:
+                self.unreadable += 1
+
+    def merge(self, other: Coverage) -> None:
+        self.checked += other.checked
+        self.partly += other.partly
+        self.unreadable += other.unreadable
+
+    def summary(self) -> str:
+        total = self.checked + self.partly + self.unreadable
+        return (f"{total} vLLM workload(s): {self.checked} checked, {self.partly} checked without their engine flags, "
+                f"{self.unreadable} not checked (kind unreadable)")
+
+
+def _check_file(file: str) -> tuple[list[Finding], list[tuple[dict[str, Any], int, int]], Coverage]:
     resources = load_text(read_file(Path(file)), file, _JOB["needed"], _JOB["skip_non_kubernetes"])
     findings = evaluate(resources, _JOB["config"], only=_JOB["resource_rules"])
     kinds = _JOB["stack_kinds"]
-    return findings, [(r.obj, r.line, r.document) for r in resources if r.kind in kinds]
+    coverage = Coverage()
+    coverage.add(resources)
+    return findings, [(r.obj, r.line, r.document) for r in resources if r.kind in kinds], coverage
 
 
 def check_paths(paths: Sequence[str], config: Config | None = None, jobs: int | None = None,
-                skip_non_kubernetes: bool = False) -> list[Finding]:
+                skip_non_kubernetes: bool = False, coverage: Coverage | None = None) -> list[Finding]:
     """Every finding over the files and directories in ``paths``; raises InputError on unreadable input.
 
     ``jobs``: processes to parse with (None: one per core when there are enough files).
-    ``skip_non_kubernetes``: pass over YAML documents that are not Kubernetes objects instead of refusing them."""
+    ``skip_non_kubernetes``: pass over YAML documents that are not Kubernetes objects instead of refusing them.
+    ``coverage``: when given, counts the vLLM workloads seen and how far they were read."""
+    coverage = coverage if coverage is not None else Coverage()
     config = config or Config()
     active = [rule for rule in all_rules().values() if config.level(rule) != "disabled"]
     needed = reads(active)
@@ -69,7 +112,9 @@ def check_paths(paths: Sequence[str], config: Config | None = None, jobs: int | 
     if workers == 1 or stdin:
         resources = [r for file in files
                      for r in load_text(read_file(Path(file)), file, needed, skip_non_kubernetes)]
-        return evaluate(resources + [r for found in stdin for r in found], config)
+        resources += [r for found in stdin for r in found]
+        coverage.add(resources)
+        return evaluate(resources, config)
     stack_rules = [rule.name for rule in active if rule.scope == "stack"]
     _JOB.update(needed=needed, config=config, resource_rules=[r.name for r in active if r.scope == "resource"],
                 stack_kinds=frozenset(k for rule in active if rule.scope == "stack" for k in rule.kinds),
@@ -79,7 +124,9 @@ def check_paths(paths: Sequence[str], config: Config | None = None, jobs: int | 
             results = pool.map(_check_file, files, chunksize=max(1, len(files) // (workers * 4)))
     finally:
         _JOB.clear()
-    findings = [finding for file_findings, _ in results for finding in file_findings]
+    findings = [finding for file_findings, _, _ in results for finding in file_findings]
+    for _, _, counted in results:
+        coverage.merge(counted)
     stack_objects = [Resource(obj, file, line, document)
-                     for file, (_, objects) in zip(files, results) for obj, line, document in objects]
+                     for file, (_, objects, _) in zip(files, results) for obj, line, document in objects]
     return findings + evaluate(stack_objects, config, only=stack_rules)

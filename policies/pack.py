@@ -140,7 +140,8 @@ def build_policies() -> list[Policy]:
     policies.append(ResourceValidationPolicy(
         CANNOT_CHECK_POLICY,
         "Rules that need the model or the GPU and could not resolve them (model outside the catalog without the "
-        "vllm-pulumi.dev/model-config annotation, no GPU product selector): reported here instead of passing silently.",
+        "vllm-pulumi.dev/model-config annotation, no GPU-naming node selector), and vLLM workloads whose engine flags "
+        "or kind the rules cannot read: reported here instead of passing silently.",
         _cannot_check_validation([r for r in rules if r.scope == "resource"]),
         enforcement_level=EnforcementLevel.ADVISORY, severity=Severity.LOW,
         remediation_steps="Add the vllm-pulumi.dev/model (or model-config) and vllm-pulumi.dev/gpu annotations.",

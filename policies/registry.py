@@ -9,7 +9,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .workload import Resource
+from .workload import NON_WORKLOAD_KINDS, Resource
+
+ANY_KIND = "*"
+"""In a rule's ``kinds``: every kind that may hold a container (all but ``workload.NON_WORKLOAD_KINDS``)."""
 
 Enforcement = Literal["mandatory", "advisory", "disabled"]
 Severity = Literal["low", "medium", "high", "critical"]
@@ -99,7 +102,11 @@ def reads(rules: Iterable[Rule]) -> Callable[[str, str], bool]:
     """``reads(kind, text)``: whether any of ``rules`` looks at an object of this kind with this YAML text."""
     always: set[str] = set()
     filtered: dict[str, list[tuple[str, ...]]] = {}
+    anywhere: list[tuple[str, ...]] = []
     for item in rules:
+        if ANY_KIND in item.kinds:
+            anywhere.append(item.text_filter)
+            continue
         for kind in item.kinds:
             if item.text_filter:
                 filtered.setdefault(kind, []).append(item.text_filter)
@@ -109,7 +116,10 @@ def reads(rules: Iterable[Rule]) -> Callable[[str, str], bool]:
     def needed(kind: str, text: str) -> bool:
         if kind in always:
             return True
-        return any(marker in text for markers in filtered.get(kind, ()) for marker in markers)
+        if any(marker in text for markers in filtered.get(kind, ()) for marker in markers):
+            return True
+        return kind not in NON_WORKLOAD_KINDS and any(
+            not markers or any(marker in text for marker in markers) for markers in anywhere)
 
     return needed
 

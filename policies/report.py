@@ -49,14 +49,15 @@ def _resource(finding: Finding) -> str:
     return f"{r['kind']} {r['namespace']}/{r['name']}" if r["namespace"] else f"{r['kind']} {r['name']}"
 
 
-def format_text(findings: Sequence[Finding]) -> str:
+def format_text(findings: Sequence[Finding], coverage: str = "") -> str:
+    """Findings, then the count line; ``coverage`` (offline.Coverage.summary) follows it when given."""
     lines = []
     for f in findings:
         prefix = f"{_where(f)}: " if f.file else ""
         lines.append(f"{prefix}{f.enforcement.upper()} [{f.severity}] {f.policy}: {_resource(f)}: {f.message}")
         lines.append(f"    fix: {f.fix}")
     mandatory = sum(f.enforcement == "mandatory" for f in findings)
-    lines.append(f"{len(findings)} finding(s), {mandatory} mandatory")
+    lines.append(f"{len(findings)} finding(s), {mandatory} mandatory" + (f"; {coverage}" if coverage else ""))
     return "\n".join(lines)
 
 
@@ -154,7 +155,7 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def format_github(findings: Sequence[Finding]) -> str:
+def format_github(findings: Sequence[Finding], coverage: str = "") -> str:
     """``::error file=F,line=L,title=T::message`` per finding. A finding from standard input has no file to annotate,
     so its place (line and document of the stream) goes into the message instead."""
     lines = []
@@ -172,5 +173,5 @@ def format_github(findings: Sequence[Finding]) -> str:
         body = _escape_data(f"{prefix}{_resource(f)}: {f.message}") + "%0A" + _escape_data(f"fix: {f.fix}")
         lines.append(f"::{command} {','.join(properties)}::{body}")
     mandatory = sum(f.enforcement == "mandatory" for f in findings)
-    lines.append(f"{len(findings)} finding(s), {mandatory} mandatory")
+    lines.append(f"{len(findings)} finding(s), {mandatory} mandatory" + (f"; {coverage}" if coverage else ""))
     return "\n".join(lines)

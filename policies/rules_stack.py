@@ -15,7 +15,17 @@ from vllm_pulumi.runtime.nodes import INSTANCE_TYPE_LABEL, NODE_POOL_LABEL, node
 
 from .registry import Setting, Violation, rule
 from .rules_workload import container_port, server_has_api_key, vllm_port
-from .workload import LWS_NAME_LABEL, PodTemplate, Resource, as_int, mapping, sequence, strings
+from .workload import (
+    LWS_NAME_LABEL,
+    POD_KINDS,
+    SERVING_KINDS,
+    PodTemplate,
+    Resource,
+    as_int,
+    mapping,
+    sequence,
+    strings,
+)
 
 _RESOURCE_METRICS = frozenset({"cpu", "memory"})
 _EXPOSED_TYPES = frozenset({"LoadBalancer", "NodePort"})
@@ -616,6 +626,8 @@ def _gpu_node_pools(resources: Sequence[Resource]) -> list[Resource]:
 
 def _gpu_pod_templates(resources: Sequence[Resource]) -> Iterator[tuple[Resource, PodTemplate]]:
     for res in resources:
+        if res.kind not in POD_KINDS:
+            continue
         for template in res.templates:
             if template.gpus > 0:
                 yield res, template
@@ -623,7 +635,7 @@ def _gpu_pod_templates(resources: Sequence[Resource]) -> Iterator[tuple[Resource
 
 @rule(
     "gpu-pod-matches-a-node-pool", group="Placement", enforcement="mandatory", severity="high", scope="stack",
-    kinds=("NodePool", MANAGED_NODE_GROUP_KIND, "Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "Job"),
+    kinds=("NodePool", MANAGED_NODE_GROUP_KIND, *sorted(POD_KINDS)),
     description="When the stack declares GPU node pools (Karpenter / EKS Auto Mode NodePools, or EKS managed node "
                 "groups in the policy pack), every pod that requests nvidia.com/gpu has a nodeSelector and required "
                 "node affinity that a node of one of them can satisfy.",
@@ -639,7 +651,7 @@ def gpu_pod_matches_a_node_pool(resources: Sequence[Resource], settings: Mapping
     pools = _gpu_node_pools(resources)
     if not pools:
         return  # the pools are not in this input (node groups made elsewhere): nothing to compare against
-    names = ", ".join(f"{p.kind} {p.name}" for p in pools)
+    names = ", ".join(dict.fromkeys(f"{p.kind} {p.name}" for p in pools))
     for res, template in _gpu_pod_templates(resources):
         if any(pool_admits(pool, template.spec) for pool in pools):
             continue
@@ -674,7 +686,7 @@ def _duration_seconds(text: str) -> int | None:
 
 @rule(
     "gpu-nodepool-consolidation", group="Placement", enforcement="mandatory", severity="high", scope="stack",
-    kinds=("NodePool", "Deployment", "StatefulSet", "LeaderWorkerSet", "Pod"),
+    kinds=("NodePool", *sorted(SERVING_KINDS)),
     description="A GPU NodePool consolidates only empty nodes (consolidationPolicy WhenEmpty; Karpenter's default is "
                 "WhenEmptyOrUnderutilized) and waits consolidateAfter at least the startup budget of the vLLM pods "
                 "it runs.",

@@ -12,6 +12,7 @@ from vllm_pulumi.runtime import annotations as ann
 from vllm_pulumi.runtime.derive import EFA_RESOURCE
 from vllm_pulumi.runtime.engine import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_VLLM_VERSION,
     DEFAULT_PORT,
     MAX_SAFE_GPU_MEMORY_UTILIZATION,
     REMOVED_FLAGS,
@@ -21,10 +22,16 @@ from vllm_pulumi.runtime.parallelism import tensor_parallel_problems, valid_tens
 from vllm_pulumi.runtime.startup import STORAGE_READ_GB_PER_SECOND
 
 from .facts import capacity_plan, startup_budget_for
-from .registry import Setting, Violation, rule
+from .gpu_labels import LABELS as GPU_LABELS
+from .versions import FLAGS as FLAG_HISTORY
+from .versions import METRICS as METRIC_HISTORY
+from .versions import flag_missing_in, release
+from .registry import ANY_KIND, Setting, Violation, rule
 from .workload import (
     GPU_PRODUCT_LABEL,
     GPU_RESOURCE,
+    NON_WORKLOAD_KINDS,
+    POD_KINDS,
     PodTemplate,
     Resource,
     Server,
@@ -42,10 +49,12 @@ from .workload import (
     probe_window_seconds,
     secret_env_names,
     sequence,
+    vllm_containers,
 )
 
-SERVING = ("Deployment", "StatefulSet", "LeaderWorkerSet", "Pod")
-ALL_PODS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "DaemonSet", "ReplicaSet", "Job", "CronJob")
+SERVING = ("Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "RayService", "RayCluster", "InferenceService",
+           "ServingRuntime", "ClusterServingRuntime", "LLMInferenceService")
+ALL_PODS = (*SERVING, "DaemonSet", "ReplicaSet", "Job", "CronJob", "RayJob")
 # Metrics vLLM 0.33 no longer exports, with what replaced them.
 REMOVED_METRICS: dict[str, str] = {
     "vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc (0..1)",
@@ -220,9 +229,19 @@ def shutdown_timeout(res: Resource, settings: Mapping[str, Any]) -> Iterator[Vio
         if value is None:
             yield _cannot("--shutdown-timeout", f"value {server.command.value('shutdown-timeout')!r} is not literal")
         elif value <= 0:
+            version = server.version
+            missing = flag_missing_in("shutdown-timeout", version.version)
+            if missing is not None and missing.added is not None:
+                yield Violation(
+                    f"{server.where}: vLLM {version.text} has no --shutdown-timeout (added in "
+                    f"{release(missing.added)}: {missing.source}): SIGTERM aborts in-flight requests",
+                    f"upgrade the image to {release(missing.added)} or newer (vllm/vllm-openai:v{DEFAULT_VLLM_VERSION}"
+                    "), then add --shutdown-timeout=90; this version rejects the flag",
+                )
+                continue
             written = "is missing (default 0)" if not server.command.has("shutdown-timeout") else f"is {value}"
-            yield Violation(f"{server.where}: --shutdown-timeout {written}: SIGTERM aborts in-flight requests",
-                            "add --shutdown-timeout=90 to the vLLM arguments")
+            yield Violation(f"{server.where}: --shutdown-timeout {written}: SIGTERM aborts in-flight "
+                            f"requests{version.note}", "add --shutdown-timeout=90 to the vLLM arguments")
 
 
 @rule(
@@ -534,6 +553,21 @@ def gpu_requests_equal_limits(res: Resource, settings: Mapping[str, Any]) -> Ite
                 )
 
 
+OTHER_ACCELERATORS = ("google.com/tpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "amd.com/gpu",
+                      "habana.ai/gaudi", "gpu.intel.com/i915")
+"""Device resources of accelerators other than NVIDIA GPUs: vLLM's parallel sizes count those devices instead."""
+
+
+def other_accelerator(template: PodTemplate) -> str | None:
+    for container in template.containers:
+        resources = mapping(container.get("resources"))
+        for part in ("limits", "requests"):
+            for name in mapping(resources.get(part)):
+                if str(name) in OTHER_ACCELERATORS:
+                    return str(name)
+    return None
+
+
 @rule(
     "gpus-match-parallelism", group="GPUs", enforcement="mandatory", severity="high", kinds=SERVING,
     description="The GPUs of a replica equal TP x PP (x DP): the vLLM container's nvidia.com/gpu limit for one pod; "
@@ -543,7 +577,11 @@ def gpu_requests_equal_limits(res: Resource, settings: Mapping[str, Any]) -> Ite
     fix="Make nvidia.com/gpu (x LWS size) equal to --tensor-parallel-size x --pipeline-parallel-size.",
 )
 def gpus_match_parallelism(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    if res.kind in ("ServingRuntime", "ClusterServingRuntime"):
+        return  # a runtime is a template: the InferenceService that uses it sets the resources
     for server in res.servers:
+        if any(other_accelerator(t) for t in res.templates):
+            continue  # TPU / Neuron / ROCm pods: the parallel sizes count those devices, not nvidia.com/gpu
         tp, pp, dp = server.tensor_parallel_size, server.pipeline_parallel_size, server.data_parallel_size
         if tp is None or pp is None or dp is None:
             yield _cannot("GPUs against parallelism", "the parallel sizes are not literal integers")
@@ -654,6 +692,24 @@ def tensor_parallel_across_nodes(res: Resource, settings: Mapping[str, Any]) -> 
 
 
 # ---- capacity -------------------------------------------------------------------------------------------------------
+LONG_CONTEXT_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+"""vLLM's switch that lets --max-model-len exceed the model's max_position_embeddings (for RoPE-scaled models)."""
+
+
+def _allows_long_context(container: dict[str, Any]) -> bool:
+    value = mapping(secret_env_names(container).get(LONG_CONTEXT_ENV)).get("value")
+    return str(value).strip().lower() in ("1", "true")
+
+
+def _capacity_fix(server: Server, estimated_max_model_len: int) -> str:
+    """Only the remedies the manifest does not already use."""
+    steps = [f"set --max-model-len={estimated_max_model_len} or less"]
+    if (server.command.value("kv-cache-dtype") or "auto") == "auto":
+        steps.append("add --kv-cache-dtype=fp8")
+    steps.append("raise --tensor-parallel-size")
+    return ", ".join(steps[:-1]) + ", or " + steps[-1]
+
+
 @rule(
     "kv-cache-fits", group="Capacity", enforcement="mandatory", severity="high", kinds=SERVING,
     description="With the model, GPU and engine flags, the KV cache holds at least one --max-model-len sequence "
@@ -670,15 +726,29 @@ def kv_cache_fits(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violat
                 yield _cannot("KV-cache capacity", result.problem)
             continue
         plan = result.plan
-        if not plan.fits:
+        model = server.model
+        reasons = list(plan.reasons)
+        context = [r for r in reasons if "max_position_embeddings" in r]
+        if context and model is not None:
+            reasons = [r for r in reasons if r not in context]
+            if not _allows_long_context(server.container):
+                yield Violation(
+                    f"{server.where}: --max-model-len {plan.max_model_len:,} is longer than {model.name}'s "
+                    f"max_position_embeddings {model.max_position_embeddings:,}: vLLM refuses to start",
+                    f"set --max-model-len={model.max_position_embeddings} or less (the model's limit); only with "
+                    "RoPE scaling for longer contexts (--hf-overrides with rope_scaling) set "
+                    f"{LONG_CONTEXT_ENV}=1 to allow the longer length",
+                )
+        if reasons:
+            plan_text = "; ".join(reasons)
             yield Violation(
-                f"{server.where}: {'; '.join(plan.reasons)} ({plan.model} on {plan.tensor_parallel_size * plan.pipeline_parallel_size} x {plan.gpu}, "
+                f"{server.where}: {plan_text} ({plan.model} on {plan.tensor_parallel_size * plan.pipeline_parallel_size} x {plan.gpu}, "
                 f"{plan.kv_cache_bytes_per_gpu / 1024**3:.2f} GiB KV cache per GPU)",
-                f"set --max-model-len={plan.estimated_max_model_len} or less, add --kv-cache-dtype=fp8, or raise "
-                "--tensor-parallel-size" if plan.kv_cache_tokens else
+                _capacity_fix(server, plan.estimated_max_model_len) if plan.kv_cache_tokens else
                 "the weights do not leave room for a KV cache: raise --tensor-parallel-size (more GPUs), use a larger "
                 "GPU or a quantised (fp8/AWQ) checkpoint",
             )
+
 
 
 @rule(
@@ -710,8 +780,8 @@ def kv_cache_concurrency(res: Resource, settings: Mapping[str, Any]) -> Iterator
 # ---- placement ------------------------------------------------------------------------------------------------------
 @rule(
     "gpu-product-selector", group="Placement", enforcement="mandatory", severity="medium", kinds=SERVING,
-    description=f"GPU pods of a vLLM workload select the GPU model with a {GPU_PRODUCT_LABEL} nodeSelector or "
-                "required node affinity (on Karpenter or EKS Auto Mode nodes: their instance-gpu-name label).",
+    description="GPU pods of a vLLM workload select the GPU model by nodeSelector or required node affinity on a "
+                f"label that names it: {', '.join(GPU_LABELS)} (a GPU instance type).",
     why="Memory, KV-cache capacity and probe budgets were sized for one GPU; on a smaller one the engine runs out of "
         "memory or its KV cache no longer fits max-model-len.",
     fix=f"Add nodeSelector: {{{GPU_PRODUCT_LABEL}: <GFD product label, e.g. NVIDIA-H100-80GB-HBM3>}}; for a "
@@ -723,7 +793,7 @@ def gpu_product_selector(res: Resource, settings: Mapping[str, Any]) -> Iterator
         return
     for template in _gpu_templates(res):
         if not gpu_products(template.spec):
-            yield Violation(f"{template.path} requests GPUs but does not select a {GPU_PRODUCT_LABEL}",
+            yield Violation(f"{template.path} requests GPUs but selects no GPU model (none of {', '.join(GPU_LABELS)})",
                             f"add nodeSelector: {{{GPU_PRODUCT_LABEL}: <product label>}} to {template.path}")
 
 
@@ -748,15 +818,17 @@ def gpu_toleration(res: Resource, settings: Mapping[str, Any]) -> Iterator[Viola
 # ---- storage --------------------------------------------------------------------------------------------------------
 @rule(
     "model-volume-read-only", group="Storage", enforcement="mandatory", severity="medium", kinds=SERVING,
-    description="The volume the model is read from (mounted where --model points) is mounted readOnly.",
+    description="The volume the model is read from is mounted readOnly: mounted where --model points, or, for a "
+                "Hugging Face id, a shared volume holding the cache it is read through (--download-dir, HF_HUB_CACHE, "
+                "HF_HOME or TRANSFORMERS_CACHE under the mount).",
     why="Weights are shared by every replica; a writable mount lets one pod corrupt the store for all, and "
         "ReadOnlyMany PVCs need read-only mounts to bind on several nodes.",
     fix="Set readOnly: true on the model volumeMount (download into it from a separate hydration Job).",
 )
 def model_volume_read_only(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
     for server in res.servers:
-        ref = server.command.model_ref or ""
-        if not ref.startswith("/"):
+        paths = model_read_paths(server)
+        if not paths:
             continue
         containers = [server.container] + [
             c for t in res.templates if t.role == "worker" and t is not server.template for c in t.containers
@@ -766,17 +838,55 @@ def model_volume_read_only(res: Resource, settings: Mapping[str, Any]) -> Iterat
             for mount in sequence(container.get("volumeMounts")):
                 mount = mapping(mount)
                 path = str(mount.get("mountPath", "")).rstrip("/")
-                if not path or not (ref == path or ref.startswith(path + "/")):
+                read = next(((where, how) for where, how in paths if path and (where == path or
+                                                                                where.startswith(path + "/"))), None)
+                if read is None:
                     continue
+                where, how = read
                 template = next((t for t in res.templates if container in t.containers), server.template)
                 volume = mapping(template.volume(str(mount.get("name"))))
+                if how != "path" and ("emptyDir" in volume or not volume):
+                    continue  # a cache of the pod's own: nothing shared to protect
                 claim_read_only = mapping(volume.get("persistentVolumeClaim")).get("readOnly") is True
                 if mount.get("readOnly") is not True and not claim_read_only:
-                    yield Violation(
-                        f"container {container.get('name')!r}: the model {ref} is read from volume "
-                        f"{mount.get('name')!r} mounted writable at {path}",
-                        f"set readOnly: true on the {mount.get('name')!r} volumeMount",
-                    )
+                    if how == "path":
+                        yield Violation(
+                            f"container {container.get('name')!r}: the model {where} is read from volume "
+                            f"{mount.get('name')!r} mounted writable at {path}",
+                            f"set readOnly: true on the {mount.get('name')!r} volumeMount",
+                        )
+                    else:
+                        yield Violation(
+                            f"container {container.get('name')!r}: the model {server.command.model_ref} is read through "
+                            f"the Hugging Face cache at {where} ({how}) on shared volume {mount.get('name')!r}, "
+                            f"mounted writable at {path}",
+                            f"set readOnly: true on the {mount.get('name')!r} volumeMount and HF_HUB_OFFLINE=1 in the "
+                            "env; fill the cache from a separate download Job",
+                        )
+
+
+HF_CACHE_ENV = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "TRANSFORMERS_CACHE")
+"""Environment variables that move the Hugging Face cache vLLM downloads into and reads from, most specific first."""
+
+
+def model_read_paths(server: Server) -> list[tuple[str, str]]:
+    """(path, how) the model's weights are read from: its local path (how ``path``), or for a Hub id the cache
+    directories set by --download-dir or the Hugging Face env variables (how names the setting)."""
+    ref = server.command.model_ref or ""
+    if ref.startswith("/"):
+        return [(ref.rstrip("/"), "path")]
+    if not ref or "://" in ref:
+        return []
+    paths = []
+    download_dir = server.command.value("download-dir")
+    if download_dir and download_dir.startswith("/"):
+        paths.append((download_dir.rstrip("/"), "--download-dir"))
+    env = secret_env_names(server.container)
+    for name in HF_CACHE_ENV:
+        value = mapping(env.get(name)).get("value")
+        if isinstance(value, str) and value.startswith("/"):
+            paths.append((value.rstrip("/"), name))
+    return paths
 
 
 # ---- images ---------------------------------------------------------------------------------------------------------
@@ -792,6 +902,11 @@ def image_pinned(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violati
         for container in _all_containers(template):
             image = container.get("image")
             if not isinstance(image, str) or not image:
+                continue
+            if "$" in image or "{{" in image:
+                yield Violation(f"cannot check whether container {container.get('name')!r} is pinned: image {image!r} "
+                                "is a template placeholder", "check the manifest after substitution",
+                                cannot_check=True)
                 continue
             _, tag, digest = image_tag(image)
             if digest:
@@ -839,7 +954,7 @@ def lws_restart_policy(res: Resource, settings: Mapping[str, Any]) -> Iterator[V
     if not res.is_lws or (res.lws_size or 2) <= 1:
         return
     policy = mapping(res.spec.get("leaderWorkerTemplate")).get("restartPolicy", "RecreateGroupOnPodRestart")
-    if policy != "RecreateGroupOnPodRestart":
+    if policy not in ("RecreateGroupOnPodRestart", "RecreateGroupAfterStart"):
         yield Violation(f"spec.leaderWorkerTemplate.restartPolicy is {policy!r} for a group of {res.lws_size} pods",
                         "set spec.leaderWorkerTemplate.restartPolicy: RecreateGroupOnPodRestart")
 
@@ -978,10 +1093,17 @@ def no_plaintext_secrets(res: Resource, settings: Mapping[str, Any]) -> Iterator
 )
 def removed_vllm_flags(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
     for server in res.servers:
+        version = server.version
         for flag in dict.fromkeys(server.command.flag_names):
             replacement = REMOVED_FLAGS.get(f"--{flag}")
-            if replacement:
-                yield Violation(f"{server.where}: --{flag} does not exist in vLLM 0.33", replacement)
+            if not replacement:
+                continue
+            if version.known and flag in FLAG_HISTORY and flag_missing_in(flag, version.version) is None:
+                continue  # the image's own vLLM still has the flag (the version rule covers upgrading)
+            removed = FLAG_HISTORY[flag].removed if flag in FLAG_HISTORY else None
+            since = f" (removed in {release(removed)})" if removed else ""
+            yield Violation(f"{server.where}: --{flag} does not exist in vLLM {version.text}{since}{version.note}",
+                            replacement)
 
 
 def _removed_metrics(text: str) -> list[str]:
@@ -1019,7 +1141,10 @@ def removed_vllm_metrics(res: Resource, settings: Mapping[str, Any]) -> Iterator
                 texts.append((f"data.{key}", value))
     for where, text in texts:
         for metric in _removed_metrics(text):
-            yield Violation(f"{where} uses {metric}, which vLLM 0.33 no longer exports",
+            history = METRIC_HISTORY.get(metric)
+            since = f" (gone by default since {release(history.removed)}: {history.source})" if (
+                history is not None and history.removed is not None) else ""
+            yield Violation(f"{where} uses {metric}, which vLLM 0.33 no longer exports{since}",
                             f"replace it with {REMOVED_METRICS[metric]}")
 
 
@@ -1045,3 +1170,34 @@ def server_has_api_key(server: Server) -> bool:
         return match is not None and env_from_secret(server.container, match.group(1)) is not None
     return False
 
+
+
+# ---- coverage -------------------------------------------------------------------------------------------------------
+@rule(
+    "vllm-workload-readable", group="Coverage", enforcement="advisory", severity="low", kinds=(ANY_KIND,),
+    text_filter=("vllm", "VLLM"),
+    description="Every vLLM workload is one the checker can read: a vLLM container in a kind it does not know (another "
+                "operator's custom resource), or a known kind whose vLLM engine flags are not in the manifest (Ray "
+                "Serve apps, KServe's controller-filled containers, custom entrypoints), is reported as 'cannot "
+                "check' naming the kind.",
+    why="Without this an unchecked workload looks exactly like a clean one: 0 findings, exit 0.",
+    fix="Check what the operator renders (kubectl get pods -o yaml | vllm-pulumi-check -), or run vLLM with `vllm "
+        "serve` flags in a Deployment or LeaderWorkerSet.",
+)
+def vllm_workload_readable(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    if res.kind in NON_WORKLOAD_KINDS:
+        return
+    if res.kind in POD_KINDS:
+        if res.unread_engine:
+            yield Violation(f"cannot check the vLLM engine of this {res.kind}: {res.unread_engine}; startup, drain, "
+                            "capacity and flag rules skipped it (images, GPU placement and pod settings were checked)",
+                            "check the rendered pods, or pass the engine flags on a `vllm serve` command line",
+                            cannot_check=True)
+        return
+    found = [path for path, _ in vllm_containers(res.spec, "spec")]
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        yield Violation(f"cannot check {res.kind} ({res.api_version}): it runs vLLM ({shown}) in a kind the checker "
+                        "cannot read, so no rule checked it",
+                        "check the pods its operator creates (kubectl get pods -o yaml | vllm-pulumi-check -)",
+                        cannot_check=True)

@@ -11,29 +11,51 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
 from vllm_pulumi.runtime import annotations as ann
 from vllm_pulumi.runtime.errors import PlanningError
-from vllm_pulumi.runtime.gpus import GPUS, GpuFacts, find_gpu
-from vllm_pulumi.runtime.nodes import AUTO_MODE_GPU_NAME_LABEL, KARPENTER_GPU_NAME_LABEL
+from vllm_pulumi.runtime.gpus import GpuFacts, find_gpu
 from vllm_pulumi.runtime.models import ModelFacts, catalog_id_for, catalog_model, parse_config
+
+from .gpu_labels import LABELS as GPU_LABELS
+from . import model_configs
+from .gpu_labels import gpu_pins, pinned_gpu
+from .versions import ImageVersion, image_version
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-INSTANCE_GPU_NAME_LABELS = (KARPENTER_GPU_NAME_LABEL, AUTO_MODE_GPU_NAME_LABEL)
-"""Node labels Karpenter (AWS provider) and EKS Auto Mode set to the EC2 GPU name of the instance."""
 LWS_API_GROUP = "leaderworkerset.x-k8s.io"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 
-# Kinds that carry pod templates, and where.
+RAY_KINDS = frozenset({"RayService", "RayCluster", "RayJob"})
+KSERVE_KINDS = frozenset({"InferenceService", "ServingRuntime", "ClusterServingRuntime", "LLMInferenceService"})
+# Kinds that carry pod templates, and where (pod_templates reads each).
 POD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob",
-                       "LeaderWorkerSet"})
-# Kinds that serve traffic for a long time; a Job runs a vLLM image only for batch work, so serving rules skip it.
-SERVING_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "LeaderWorkerSet"})
+                       "LeaderWorkerSet"}) | RAY_KINDS | KSERVE_KINDS
+# Kinds that serve traffic for a long time; a Job (or RayJob) runs a vLLM image only for batch work, so serving rules
+# skip it.
+SERVING_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "LeaderWorkerSet", "RayService", "RayCluster",
+                           "InferenceService", "ServingRuntime", "ClusterServingRuntime", "LLMInferenceService"})
+# Kinds whose controller writes the serving command, probes and drain settings into the pods from its own config
+# (KServe's LLMInferenceServiceConfig / ServingRuntime): the manifest shows only part of the container.
+CONTROLLER_FILLED_KINDS = frozenset({"LLMInferenceService"})
+# Kinds that never hold a container, so an unknown-kind scan need not look at them even when they mention vLLM.
+NON_WORKLOAD_KINDS = frozenset({
+    "Secret", "ConfigMap", "Service", "ServiceAccount", "PersistentVolumeClaim", "PersistentVolume", "Namespace",
+    "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy", "PodDisruptionBudget",
+    "HorizontalPodAutoscaler", "Ingress", "IngressClass", "StorageClass", "PriorityClass", "CustomResourceDefinition",
+    "ServiceMonitor", "PodMonitor", "PrometheusRule", "ScaledObject", "ScaledJob", "TriggerAuthentication",
+    "ClusterTriggerAuthentication", "HTTPRoute", "GRPCRoute", "Gateway", "GatewayClass", "ReferenceGrant",
+    "InferencePool", "InferenceModel", "InferenceObjective", "NodePool", "EC2NodeClass", "NodeClaim",
+    "ResourceQuota", "LimitRange", "Endpoints", "EndpointSlice", "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration", "APIService", "Certificate", "Issuer", "ClusterIssuer", "VerticalPodAutoscaler",
+    "LLMInferenceServiceConfig", "List",
+})
 
 # Short aliases vLLM's parser accepts for long flags.
 _FLAG_ALIASES = {"-tp": "tensor-parallel-size", "-pp": "pipeline-parallel-size", "-dp": "data-parallel-size",
@@ -204,10 +226,54 @@ def is_vllm_image(image: object) -> bool:
     return isinstance(image, str) and "vllm" in image.lower()
 
 
+def mentions_vllm(value: object) -> bool:
+    """Whether any string inside ``value`` (a manifest subtree) names vLLM."""
+    if isinstance(value, str):
+        return "vllm" in value.lower()
+    if isinstance(value, dict):
+        return any(mentions_vllm(v) for v in value.values())
+    if isinstance(value, list):
+        return any(mentions_vllm(v) for v in value)
+    return False
+
+
+def vllm_containers(value: object, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, container) of every container-shaped mapping (``image`` or ``command``/``args``) that runs vLLM,
+    anywhere inside an object: how an unknown kind is searched."""
+    if isinstance(value, dict):
+        image = value.get("image")
+        if ("image" in value or "command" in value or "args" in value) and (
+                is_vllm_image(image) or (isinstance(image, dict) and mentions_vllm(image))
+                or mentions_vllm(value.get("command")) or mentions_vllm(value.get("args"))):
+            yield path, value
+            return
+        engine = next((str(k) for k in value if "vllm" in str(k).lower()), None)
+        if engine is not None:  # an operator's own schema for vLLM settings (production-stack's vllmConfig)
+            yield f"{path}.{engine}" if path else engine, value
+            return
+        for key, item in value.items():
+            yield from vllm_containers(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from vllm_containers(item, f"{path}[{i}]")
+
+
+_ENV_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def _expand(text: str, env: dict[str, str]) -> str:
+    if "$(" not in text:
+        return text
+    return _ENV_REFERENCE.sub(lambda m: env.get(m.group(1), m.group(0)), text)
+
+
 def serve_command(container: dict[str, Any]) -> ServeCommand | None:
     """The container's vLLM server invocation, or None when it does not run one."""
-    command = strings(container.get("command"))
-    args = strings(container.get("args"))
+    env = {str(e.get("name")): str(e["value"]) for e in sequence(container.get("env"))
+           if isinstance(e, dict) and isinstance(e.get("value"), (str, int, float)) and not isinstance(e.get("value"), bool)}
+    # The kubelet expands $(NAME) in command and args from the container's env; literal values are expanded here too.
+    command = [_expand(a, env) for a in strings(container.get("command"))]
+    args = [_expand(a, env) for a in strings(container.get("args"))]
     argv = command + args
     in_shell = False
     tokens: list[str] | None = None
@@ -226,7 +292,9 @@ def serve_command(container: dict[str, Any]) -> ServeCommand | None:
     if found is not None:
         entry, rest = found
     elif not command and not in_shell and is_vllm_image(container.get("image")):
-        entry, rest = "image", args
+        # Some published examples repeat the subcommand in args (`args: [serve, MODEL, ...]`): the model is what
+        # follows it, not a model called "serve".
+        entry, rest = "image", args[1:] if args[:1] == ["serve"] else args
     else:
         return None
     flags, names, positional = parse_flags(rest)
@@ -306,7 +374,75 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
         templates.append(PodTemplate("worker", f"{base}.workerTemplate.spec", mapping(worker.get("metadata")),
                                      mapping(worker.get("spec"))))
         return templates
+    if kind in RAY_KINDS:
+        return _ray_templates(kind, spec)
+    if kind in KSERVE_KINDS:
+        return _kserve_templates(kind, spec)
     return []
+
+
+def _huggingface_runtime(spec: dict[str, Any]) -> bool:
+    """An InferenceService on KServe's Hugging Face runtime, which serves generative models with vLLM unless told
+    ``--backend=huggingface``."""
+    model = mapping(mapping(spec.get("predictor")).get("model"))
+    if str(mapping(model.get("modelFormat")).get("name", "")).lower() != "huggingface":
+        return False
+    args = " ".join(strings(model.get("args")))
+    return "--backend=huggingface" not in args and "--backend huggingface" not in args
+
+
+def _template_at(role: str, path: str, template: object) -> PodTemplate | None:
+    """A ``{metadata, spec}`` pod template found at ``path``, or None when absent."""
+    if not isinstance(template, dict):
+        return None
+    return PodTemplate(role, f"{path}.spec", mapping(template.get("metadata")), mapping(template.get("spec")))
+
+
+def _ray_templates(kind: str, spec: dict[str, Any]) -> list[PodTemplate]:
+    """KubeRay: the head group and each worker group (RayService nests the cluster under rayClusterConfig, RayJob
+    under rayClusterSpec)."""
+    base = {"RayService": "spec.rayClusterConfig", "RayJob": "spec.rayClusterSpec"}.get(kind, "spec")
+    cluster = {"RayService": mapping(spec.get("rayClusterConfig")),
+               "RayJob": mapping(spec.get("rayClusterSpec"))}.get(kind, spec)
+    templates = []
+    head = _template_at("head", f"{base}.headGroupSpec.template",
+                        mapping(cluster.get("headGroupSpec")).get("template"))
+    if head is not None:
+        templates.append(head)
+    for i, group in enumerate(sequence(cluster.get("workerGroupSpecs"))):
+        worker = _template_at("worker", f"{base}.workerGroupSpecs[{i}].template", mapping(group).get("template"))
+        if worker is not None:
+            templates.append(worker)
+    return templates
+
+
+def _kserve_templates(kind: str, spec: dict[str, Any]) -> list[PodTemplate]:
+    """KServe: an InferenceService predictor (a pod spec inline, its ``model`` a container the ServingRuntime
+    completes, ``workerSpec`` for multi-node), a (Cluster)ServingRuntime's inline pod spec, an LLMInferenceService's
+    decode/prefill ``template`` and ``worker`` pod specs."""
+    templates: list[PodTemplate] = []
+    if kind == "InferenceService":
+        predictor = mapping(spec.get("predictor"))
+        pod = dict(predictor)
+        if isinstance(predictor.get("model"), dict):
+            model = {"name": "kserve-container", **predictor["model"]}
+            pod["containers"] = [model, *sequence(predictor.get("containers"))]
+        if pod:
+            templates.append(PodTemplate("pod", "spec.predictor", {}, pod))
+        if isinstance(predictor.get("workerSpec"), dict):
+            templates.append(PodTemplate("worker", "spec.predictor.workerSpec", {}, predictor["workerSpec"]))
+    elif kind in ("ServingRuntime", "ClusterServingRuntime"):
+        templates.append(PodTemplate("pod", "spec", {}, spec))
+        if isinstance(spec.get("workerSpec"), dict):
+            templates.append(PodTemplate("worker", "spec.workerSpec", {}, spec["workerSpec"]))
+    else:  # LLMInferenceService
+        for role, base, part in (("pod", "spec", spec), ("prefill", "spec.prefill", mapping(spec.get("prefill")))):
+            if isinstance(part.get("template"), dict):
+                templates.append(PodTemplate(role, f"{base}.template", {}, part["template"]))
+            if isinstance(part.get("worker"), dict):
+                templates.append(PodTemplate("worker" if role == "pod" else "prefill-worker", f"{base}.worker", {},
+                                             part["worker"]))
+    return templates
 
 
 def gpu_limit(container: dict[str, Any]) -> int | None:
@@ -399,36 +535,10 @@ def gpu_from_label(label: str) -> GpuFacts | None:
         return None
 
 
-def _affinity_values(spec: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
-    node_affinity = mapping(mapping(spec.get("affinity")).get("nodeAffinity"))
-    required = mapping(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
-    values: list[str] = []
-    for term in sequence(required.get("nodeSelectorTerms")):
-        for expression in sequence(mapping(term).get("matchExpressions")):
-            expression = mapping(expression)
-            if expression.get("key") in keys and expression.get("operator") == "In":
-                values += strings(expression.get("values"))
-    return values
-
-
-def _selected(spec: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
-    """Values the pod requires for any of these node labels, by nodeSelector or required node affinity."""
-    selector = mapping(spec.get("nodeSelector"))
-    return [str(selector[key]) for key in keys if selector.get(key)] + _affinity_values(spec, keys)
-
-
-def _products_of_ec2_gpu_name(name: str) -> list[str]:
-    """GFD product labels of the catalog GPUs EC2 names so (``a100`` is both sizes); the name itself when unknown."""
-    return [gpu.product_label for gpu in GPUS if gpu.aws_gpu_name == name] or [name]
-
-
 def gpu_products(spec: dict[str, Any]) -> list[str]:
-    """GPU product labels the pod is pinned to, by nodeSelector or required node affinity: GFD's product label, or
-    the instance-gpu-name label Karpenter and EKS Auto Mode set (translated to product labels)."""
-    products = _selected(spec, (GPU_PRODUCT_LABEL,))
-    for name in _selected(spec, INSTANCE_GPU_NAME_LABELS):
-        products += _products_of_ec2_gpu_name(name)
-    return products
+    """GPU-naming node labels the pod is pinned to (``label=value``), by nodeSelector or required node affinity:
+    GFD's product label, GKE's accelerator, Karpenter's / EKS Auto Mode's GPU name, or a GPU instance type."""
+    return [pin.describe() for pin in gpu_pins(spec)]
 
 
 @dataclass
@@ -452,6 +562,11 @@ class Server:
     @property
     def where(self) -> str:
         return f"container {self.name!r}" + (f" ({self.template.role} template)" if self.template.role != "pod" else "")
+
+    @property
+    def version(self) -> ImageVersion:
+        """The vLLM release the container runs (from the image tag; the pinned default when the tag says nothing)."""
+        return image_version(self.container.get("image"))
 
     @property
     def tensor_parallel_size(self) -> int | None:
@@ -525,7 +640,7 @@ class Resource(HasMetadata):
     def servers(self) -> list[Server]:
         """vLLM server containers; for a serving kind only (a Job running vLLM is batch work)."""
         found: list[Server] = []
-        if self.kind not in SERVING_KINDS:
+        if self.kind not in SERVING_KINDS or self.kind in CONTROLLER_FILLED_KINDS:
             return found
         for template in self.templates:
             for container in template.containers:
@@ -539,15 +654,42 @@ class Resource(HasMetadata):
             # Without a leaderTemplate, workers run the leader's template; with one, only the leader serves.
             leaders = [s for s in found if s.template.role == "leader"]
             found = leaders or found
+        if self.kind in RAY_KINDS:
+            # KubeRay gives a container without a command its own `ray start`: the image's entrypoint never runs.
+            found = [s for s in found if s.command.entry != "image"]
+        if self.kind in RAY_KINDS and len(found) > 1:
+            found = [s for s in found if s.template.role == "head"] or found  # workers only join the Ray cluster
         return found
 
-    @property
+    @cached_property
     def is_vllm(self) -> bool:
-        """A vLLM serving workload: runs a vLLM server, or (LWS workers) the vLLM image."""
+        """A vLLM serving workload: runs a vLLM server, or the vLLM image, or (Ray, KServe) names vLLM in its spec:
+        Ray Serve's LLM apps and KServe's Hugging Face runtime start vLLM from their own code."""
         if self.kind not in SERVING_KINDS:
             return False
-        return bool(self.servers) or any(is_vllm_image(c.get("image")) for t in self.templates for c in t.containers)
+        if self.servers or any(is_vllm_image(c.get("image")) for t in self.templates for c in t.containers):
+            return True
+        if self.kind == "InferenceService" and _huggingface_runtime(self.spec):
+            return True
+        return self.kind in RAY_KINDS | KSERVE_KINDS and mentions_vllm(self.spec)
 
+    @cached_property
+    def unread_engine(self) -> str:
+        """Why the vLLM engine's flags are not visible in this vLLM workload ('' when they are, or it is none)."""
+        if not self.is_vllm:
+            return ""
+        if self.kind in CONTROLLER_FILLED_KINDS:
+            return (f"the KServe controller writes the vllm serve command, probes and drain settings from its "
+                    f"LLMInferenceServiceConfig, which this {self.kind} does not contain")
+        if self.servers:
+            return ""
+        if self.kind in RAY_KINDS:
+            return ("vLLM runs inside a Ray Serve application (serveConfigV2 or the entrypoint), whose engine "
+                    "arguments are Python values, not a command line")
+        if self.kind == "InferenceService":
+            return ("the predictor's runtime (a ServingRuntime) supplies the serving command; check that "
+                    "ServingRuntime's manifest too")
+        return "no container runs `vllm serve` or the API server module (a custom entrypoint or script)"
     def pod_labels(self, template: PodTemplate) -> dict[str, str]:
         """Labels the pods of a template carry, including those the controller adds."""
         labels = template.labels
@@ -574,18 +716,29 @@ class Resource(HasMetadata):
                     server.model = model_from_reference(candidate)
                     if server.model:
                         break
-            if server.model is None:
+            if server.model is None and reference:
+                found = model_configs.active().lookup(reference)
+                if isinstance(found, ModelFacts):
+                    server.model = found
+                elif found:
+                    server.model_problem = f"model {reference!r} is not in the catalog and {found}"
+            if server.model is None and not server.model_problem:
                 server.model_problem = (
                     f"model {reference!r} is not in the catalog" if reference else "no --model or model argument"
-                ) + f"; add the {ann.MODEL} (catalog id) or {ann.MODEL_CONFIG} (config.json) annotation"
+                ) + (f"; add the {ann.MODEL} (catalog id) or {ann.MODEL_CONFIG} (config.json) annotation, or give "
+                     "its config.json with --model-config")
         label = notes.get(ann.GPU)
-        labels = [label] if label else gpu_products(server.template.spec)
-        known = [gpu for gpu in (gpu_from_label(x) for x in labels) if gpu is not None]
-        if known:
-            server.gpu = min(known, key=lambda g: g.memory_mib)  # several allowed: the smallest decides
-        elif labels:
-            server.gpu_problem = f"GPU {', '.join(labels)} is not in the GPU catalog"
+        if label:
+            gpu = gpu_from_label(label)
+            server.gpu = gpu
+            if gpu is None:
+                server.gpu_problem = f"GPU {label} (the {ann.GPU} annotation) is not in the GPU catalog"
+            return
+        pins = gpu_pins(server.template.spec)
+        if pins:
+            server.gpu, server.gpu_problem = pinned_gpu(pins)
         else:
             server.gpu_problem = (
-                f"no {GPU_PRODUCT_LABEL} node selector or affinity and no {ann.GPU} annotation, so the GPU is unknown"
+                f"no GPU node selector or affinity ({', '.join(GPU_LABELS)}) and no {ann.GPU} annotation, so the GPU "
+                "is unknown"
             )

@@ -277,6 +277,10 @@ R = "removed-vllm-flags"
 d = base("Deployment"); setarg(d, "--disable-graceful-shutdown")
 fx(R, "fires", "disable-graceful-shutdown", "The seed-era --disable-graceful-shutdown.", d)
 fx(R, "passes", "reference", "vLLM 0.33 flags only.", base("Deployment"))
+d = base("Deployment"); setarg(d, "--swap-space", 16)
+fx(R, "fires", "swap-space-on-pinned-image", "--swap-space on vLLM 0.33: removed in v0.18.0 (vllm#36216).", d)
+d = base("Deployment"); setarg(d, "--swap-space", 16); vllm(d)["image"] = "vllm/vllm-openai:v0.10.0"
+fx(R, "passes", "swap-space-on-v0-10", "--swap-space on a v0.10.0 image, which still has the flag.", d)
 
 R = "removed-vllm-metrics"
 d = base("ScaledObject"); d[0]["spec"]["triggers"][0]["metadata"]["query"] = "avg(vllm:gpu_cache_usage_perc)"
@@ -504,6 +508,104 @@ d = kp("NodePool", "Deployment"); nodepool(d)["spec"]["disruption"]["consolidate
 fx(R, "passes", "never", "consolidateAfter Never: empty GPU nodes are kept.", d)
 d = kp("NodePool"); np_cpu = nodepool(d); np_cpu["metadata"]["name"] = "general"; np_cpu["spec"] = {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "general"}, "requirements": [{"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["m", "c"]}]}}, "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"}}
 fx(R, "passes", "cpu-nodepool", "A NodePool for CPU workloads: repacking is what it is for.", d)
+
+# ---- issue 11: every GPU label, every workload kind, the HF cache, the model's context, the image version
+R = "gpu-product-selector"
+def gpu_label(label, value):
+    d = base("Deployment"); pod(d)["nodeSelector"] = {label: value}; return d
+fx(R, "passes", "gke-accelerator", "GKE's cloud.google.com/gke-accelerator: nvidia-l4 names the GPU.", gpu_label("cloud.google.com/gke-accelerator", "nvidia-l4"))
+fx(R, "passes", "gke-accelerator-outside-catalog", "nvidia-tesla-t4 pins a GPU the catalog lacks: the selector is there.", gpu_label("cloud.google.com/gke-accelerator", "nvidia-tesla-t4"))
+fx(R, "passes", "karpenter-gpu-name", "Karpenter's karpenter.k8s.aws/instance-gpu-name: l40s.", gpu_label("karpenter.k8s.aws/instance-gpu-name", "l40s"))
+fx(R, "passes", "eks-auto-gpu-name", "EKS Auto Mode's eks.amazonaws.com/instance-gpu-name: h100.", gpu_label("eks.amazonaws.com/instance-gpu-name", "h100"))
+fx(R, "passes", "instance-type", "node.kubernetes.io/instance-type: p5.48xlarge (8 x H100 SXM).", gpu_label("node.kubernetes.io/instance-type", "p5.48xlarge"))
+d = base("Deployment"); del pod(d)["nodeSelector"]
+pod(d)["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g6e.xlarge", "g6e.2xlarge"]}]}]}}}
+fx(R, "passes", "instance-types-same-gpu", "Required affinity on two g6e instance types, both L40S.", d)
+fx(R, "fires", "cpu-instance-type", "node.kubernetes.io/instance-type: m5.large pins a CPU instance: no GPU model selected.", gpu_label("node.kubernetes.io/instance-type", "m5.large"))
+d = base("Deployment"); del pod(d)["nodeSelector"]
+pod(d)["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "cloud.google.com/gke-accelerator", "operator": "Exists"}]}]}}}
+fx(R, "fires", "accelerator-exists-only", "operator Exists on the GKE accelerator label admits any GPU.", d)
+
+R = "kv-cache-fits"
+d = gpu_label("cloud.google.com/gke-accelerator", "nvidia-l4"); setarg(d, "--max-model-len", 131072)
+fx(R, "fires", "gke-l4-128k", "The GPU comes from the GKE label (L4, 22.5 GiB): 131,072 tokens do not fit.", d)
+d = gpu_label("cloud.google.com/gke-accelerator", "nvidia-tesla-t4")
+fx(R, "fires", "cannot-check-gpu-outside-catalog", "nvidia-tesla-t4 is selected but the catalog has no T4: 'cannot check'.", d)
+fx(R, "passes", "karpenter-h100", "Karpenter's h100 resolves to 80 GB H100s: 32K context fits.", gpu_label("karpenter.k8s.aws/instance-gpu-name", "h100"))
+d = gpu_label("karpenter.k8s.aws/instance-gpu-name", "h100"); setarg(d, "--max-model-len", 262144)
+fx(R, "fires", "beyond-max-position-embeddings", "262,144 tokens on Llama 3.1 8B (131,072 positions): the fix names the model's limit.", d)
+d = gpu_label("karpenter.k8s.aws/instance-gpu-name", "h100"); setarg(d, "--max-model-len", 262144)
+vllm(d)["env"].append({"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "value": "1"})
+fx(R, "passes", "long-context-allowed", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: the longer context is the operator's stated choice.", d)
+
+R = "model-volume-read-only"
+def hub_cache(env=None, download_dir=None, read_only=False, volume=None):
+    d = base("Deployment"); vllm(d)["args"][0] = "meta-llama/Llama-3.1-8B-Instruct"
+    vllm(d)["volumeMounts"][0] = {"name": "models", "mountPath": "/models", **({"readOnly": True} if read_only else {})}
+    if env:
+        vllm(d)["env"].append({"name": env, "value": "/models/hf"})
+    if download_dir:
+        setarg(d, "--download-dir", download_dir)
+    if volume is not None:
+        pod(d)["volumes"][0] = {"name": "models", **volume}
+    return d
+fx(R, "fires", "hf-home-on-shared-volume", "HF_HOME=/models/hf on the writable model PVC: the seed's pattern.", hub_cache("HF_HOME"))
+fx(R, "fires", "hf-hub-cache-on-shared-volume", "HF_HUB_CACHE under the writable model PVC.", hub_cache("HF_HUB_CACHE"))
+fx(R, "fires", "download-dir-on-shared-volume", "--download-dir=/models/hf on the writable model PVC.", hub_cache(download_dir="/models/hf"))
+fx(R, "passes", "hf-home-read-only", "HF_HOME on the model PVC, mounted readOnly.", hub_cache("HF_HOME", read_only=True))
+fx(R, "passes", "hf-home-on-empty-dir", "HF_HOME on the pod's own emptyDir: nothing shared to protect.", hub_cache("HF_HOME", volume={"emptyDir": {}}))
+
+R = "shutdown-timeout"
+d = base("Deployment"); setarg(d, "--shutdown-timeout", remove=True); vllm(d)["image"] = "vllm/vllm-openai:v0.8.5"
+fx(R, "fires", "old-image-upgrade-first", "vLLM v0.8.5 has no --shutdown-timeout (v0.18.0): the fix says to upgrade first.", d)
+
+R = "vllm-workload-readable"
+fx(R, "passes", "reference", "A Deployment running `vllm serve`: everything readable.", base("Deployment"))
+ray_pod = {"containers": [{"name": "ray-head", "image": "rayproject/ray-llm:2.46.0-py311-cu124",
+                           "resources": {"limits": {"cpu": "4", "memory": "16Gi"}}}]}
+ray_worker = {"nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-l4"},
+              "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+              "containers": [{"name": "llm", "image": "rayproject/ray-llm:2.46.0-py311-cu124",
+                              "resources": {"limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 1}}}]}
+rs = {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "llm", "namespace": "inference"},
+      "spec": {"serveConfigV2": "applications:\n- name: llm\n  import_path: ray.serve.llm:build_openai_app\n  args:\n    llm_configs:\n    - model_loading_config: {model_id: qwen}\n      engine_kwargs: {tensor_parallel_size: 1}\n      # vLLM engine\n",
+               "rayClusterConfig": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": ray_pod}},
+                                    "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "rayStartParams": {}, "template": {"spec": ray_worker}}]}}}
+fx(R, "fires", "cannot-check-ray-serve-engine", "A RayService whose vLLM runs inside Ray Serve: engine flags not visible.", [rs])
+rc = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "vllm", "namespace": "inference"},
+      "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+          {"name": "head", "image": "vllm/vllm-openai:v0.33.0", "command": ["/bin/bash", "-c", "ray start --head && vllm serve Qwen/Qwen3-8B --tensor-parallel-size 1 --shutdown-timeout 90"]}]}}},
+               "workerGroupSpecs": []}}
+fx(R, "passes", "raycluster-head-runs-vllm-serve", "A RayCluster whose head runs `vllm serve`: the rules read its flags.", [rc])
+cr = {"apiVersion": "inference.example.com/v1", "kind": "ModelServer", "metadata": {"name": "mistral"},
+      "spec": {"engine": {"image": "vllm/vllm-openai:v0.33.0", "args": ["--model", "mistralai/Mistral-7B-Instruct-v0.2"]}}}
+fx(R, "fires", "cannot-check-unknown-kind", "Another operator's custom resource runs the vLLM image: 'cannot check', naming the kind.", [cr])
+llmisvc = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "LLMInferenceService", "metadata": {"name": "qwen"},
+           "spec": {"model": {"uri": "hf://Qwen/Qwen2.5-7B-Instruct", "name": "Qwen/Qwen2.5-7B-Instruct"},
+                    "template": {"containers": [{"name": "main", "image": "vllm/vllm-openai:v0.33.0",
+                                                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}
+fx(R, "fires", "cannot-check-llminferenceservice", "KServe fills the vllm serve command from its config: engine not visible here.", [llmisvc])
+cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "notes"}, "data": {"readme": "image: vllm/vllm-openai:v0.33.0"}}
+fx(R, "passes", "configmap-mentioning-vllm", "A ConfigMap that mentions the vLLM image holds no container.", [cm])
+
+d = base("Deployment"); vllm(d)["image"] = "$VLLM_IMAGE"
+fx("image-pinned", "fires", "cannot-check-placeholder", "An envsubst placeholder for the image: 'cannot check' until substituted.", d)
+d = base("LeaderWorkerSet", multi=True); lws(d)["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "RecreateGroupAfterStart"
+fx("lws-restart-policy", "passes", "recreate-group-after-start", "RecreateGroupAfterStart also recreates the whole group.", d)
+d = base("LeaderWorkerSet", multi=True)
+for t in (leader(d), worker(d)):
+    t["containers"][0]["resources"] = {"limits": {"google.com/tpu": 4}, "requests": {"google.com/tpu": 4}}
+fx("gpus-match-parallelism", "passes", "tpu-pods", "TPU pods: vLLM's parallel sizes count TPU chips, not nvidia.com/gpu.", d)
+
+isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "llama"},
+        "spec": {"predictor": {"model": {"modelFormat": {"name": "huggingface"},
+                                         "args": ["--model_name=llama", "--model_id=meta-llama/Llama-3.1-8B-Instruct"],
+                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}}}}
+fx("vllm-workload-readable", "fires", "cannot-check-kserve-huggingface-runtime", "KServe's Hugging Face runtime serves with vLLM; its command comes from the ServingRuntime.", [isvc])
+isvc2 = copy.deepcopy(isvc); isvc2["spec"]["predictor"]["model"]["args"].append("--backend=huggingface")
+fx("vllm-workload-readable", "passes", "kserve-huggingface-backend", "--backend=huggingface: the runtime does not use vLLM.", [isvc2])
 
 for (rule, kind, name), (desc, docs) in out.items():
     path = ROOT / rule / kind / f"{name}.yaml"
