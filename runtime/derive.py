@@ -402,7 +402,8 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
         )
     if model_spec.autoscaling is not None and model_spec.autoscaling.scale_to_zero:
         warnings.append(
-            f"scale to zero: the first request after idle waits a cold start of about {startup_seconds} s"
+            f"scale to zero: the first request after idle waits a cold start of about {startup_seconds} s, and "
+            f"about {budget.node_seconds} s more when a GPU node must be provisioned and the image pulled first"
         )
     elif model_spec.autoscaling is not None and "polling_interval_seconds" in model_spec.autoscaling.model_fields_set:
         warnings.append(
