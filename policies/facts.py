@@ -25,7 +25,6 @@ from vllm_pulumi.runtime.gpus import find_gpu
 from vllm_pulumi.runtime.models import ModelFacts
 from vllm_pulumi.runtime.planner import CapacityPlan, plan_capacity
 from vllm_pulumi.runtime.startup import (
-    BOOTSTRAP_SECONDS,
     FALLBACK_MAX_NUM_SEQS,
     STORAGE_READ_GB_PER_SECOND,
     startup_budget,
@@ -91,13 +90,8 @@ def startup_budget_for(resource: Resource, server: Server, settings: Mapping[str
         gpu_id=server.gpu.id if server.gpu is not None else None, runai_streamer=streamer,
         enforce_eager=command.has("enforce-eager"),
     )
-    return Budget(
-        budget.total_seconds,
-        f"{budget.weight_bytes_read_per_pod / 1e9:.1f} GB of {server.model.name} weights per pod from {kind} at "
-        f"{budget.read_gb_per_second} GB/s + {budget.engine_init_seconds} s bootstrap-free init "
-        f"(cold compile, {server.model.num_hidden_layers} layers) + {BOOTSTRAP_SECONDS} s bootstrap, "
-        f"x{budget.safety_factor}",
-    )
+    phases = " + ".join(f"{phase.name} {phase.seconds:.0f} s ({phase.basis})" for phase in budget.phases)
+    return Budget(budget.total_seconds, f"{server.model.name}: ({phases}) x{budget.safety_factor}")
 
 
 @dataclass(frozen=True)

@@ -329,14 +329,15 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
 
     lifecycle = model_spec.lifecycle
     streamer = uses_runai_streamer(model_spec)
-    shared_cache = storage.shared_compile_cache and storage.kind not in ("s3-runai-streamer", "hf-download")
+    shared_cache = (storage.shared_compile_cache and storage.kind not in ("s3-runai-streamer", "hf-download")
+                    and storage.access_mode != "ReadOnlyMany")
     if lifecycle.compile_cache_warm and not shared_cache:
         raise PlanningError(
             f"{path}.lifecycle.compile_cache_warm", True,
-            f"storage kind {storage.kind} with shared_compile_cache {storage.shared_compile_cache} keeps no compile "
-            "cache across pods, so every pod compiles cold",
-            "leave compile_cache_warm false, or use a volume kind (local-nvme, fsx-lustre, efs, nfs) with "
-            "shared_compile_cache: true",
+            f"storage kind {storage.kind} ({storage.access_mode}) with shared_compile_cache "
+            f"{storage.shared_compile_cache} keeps no compile cache across pods, so every pod compiles cold",
+            "leave compile_cache_warm false, or use a ReadWriteMany volume kind (local-nvme, fsx-lustre, efs, nfs) "
+            "with shared_compile_cache: true",
         )
     budget = startup_budget(
         facts.checkpoint_bytes, storage.kind, pods_per_replica=layout.size,
@@ -454,7 +455,8 @@ def compile_cache_key(plan: ServingPlan) -> str | None:
     GPU (vLLM hashes its own config into torch_compile_cache too; this keeps Triton and Inductor caches, which it
     does not key by model, apart as well). None: pods keep their caches in their own emptyDir."""
     storage = plan.spec.storage
-    if not (storage.shared_compile_cache and plan.uses_pvc):
+    # A ReadOnlyMany claim cannot take the cache's writes: those pods compile into their emptyDir.
+    if not (storage.shared_compile_cache and plan.uses_pvc) or storage.access_mode == "ReadOnlyMany":
         return None
     engine = plan.spec.engine
     return (f"{COMPILE_CACHE_DIR}/{plan.spec.name}/vllm-{engine.vllm_version}/"

@@ -718,6 +718,7 @@ def test_plan_warns_about_settings_kubernetes_or_keda_would_defeat(
      ".compile-cache/llm/vllm-{version}/tp1-pp1/l4", False),
     ("shared cache switched off: the pod's emptyDir", {"storage": {"shared_compile_cache": False}}, None, True),
     ("s3 has no volume to share", {"storage": {"kind": "s3-runai-streamer", "s3_uri": "s3://b/m"}}, None, None),
+    ("a read-only-many claim takes no writes", {"storage": {"access_mode": "ReadOnlyMany"}}, None, True),
 ])
 def test_shared_compile_cache_mount_and_env(case: str, model: dict[str, Any], cache_dir: str | None,
                                             claim_read_only: bool | None) -> None:
@@ -770,6 +771,9 @@ def test_runai_streamer_on_shared_file_systems(case: str, storage_spec: dict[str
      "models[0].lifecycle.compile_cache_warm"),
     ("declared warm streaming from s3",
      {"lifecycle": {"compile_cache_warm": True}, "storage": {"kind": "s3-runai-streamer", "s3_uri": "s3://b/m"}},
+     "models[0].lifecycle.compile_cache_warm"),
+    ("declared warm on a read-only-many claim",
+     {"lifecycle": {"compile_cache_warm": True}, "storage": {"access_mode": "ReadOnlyMany"}},
      "models[0].lifecycle.compile_cache_warm"),
 ])
 def test_warm_compile_budget_only_when_declared_on_a_shared_cache(case: str, model: dict[str, Any],
