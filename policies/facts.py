@@ -14,12 +14,21 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from vllm_pulumi.runtime import annotations as ann
-from vllm_pulumi.runtime.engine import DEFAULT_GPU_MEMORY_UTILIZATION, EngineSettings, KvCacheDtype
+from vllm_pulumi.runtime.engine import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    EngineSettings,
+    KvCacheDtype,
+    vllm_batch_defaults,
+)
 from vllm_pulumi.runtime.errors import PlanningError
 from vllm_pulumi.runtime.gpus import find_gpu
 from vllm_pulumi.runtime.models import ModelFacts
 from vllm_pulumi.runtime.planner import CapacityPlan, plan_capacity
-from vllm_pulumi.runtime.startup import STORAGE_READ_GB_PER_SECOND, startup_budget
+from vllm_pulumi.runtime.startup import (
+    FALLBACK_MAX_NUM_SEQS,
+    STORAGE_READ_GB_PER_SECOND,
+    startup_budget,
+)
 
 from .workload import Resource, Server, as_float, as_int, mapping, secret_env_names
 
@@ -70,12 +79,22 @@ def startup_budget_for(resource: Resource, server: Server, settings: Mapping[str
     if kind not in STORAGE_READ_GB_PER_SECOND:
         return Budget(None, f"storage kind {kind!r} is unknown (known: {', '.join(sorted(STORAGE_READ_GB_PER_SECOND))})")
     pods = resource.lws_size or 1 if resource.is_lws else 1
-    budget = startup_budget(server.model.checkpoint_bytes, kind, pods_per_replica=pods)  # type: ignore[arg-type]
-    return Budget(
-        budget.total_seconds,
-        f"{budget.weight_bytes_read_per_pod / 1e9:.1f} GB of {server.model.name} weights per pod from {kind} at "
-        f"{budget.read_gb_per_second} GB/s + {budget.engine_init_seconds} s engine init, x{budget.safety_factor}",
+    command = server.command
+    tp, pp = server.tensor_parallel_size or 1, server.pipeline_parallel_size or 1
+    # Without --max-num-seqs the GPU's default applies; with the GPU unknown, vLLM's largest default (more graphs).
+    default_seqs = vllm_batch_defaults(server.gpu.memory_gib, server.gpu.product_label)[0] if server.gpu is not None else FALLBACK_MAX_NUM_SEQS
+    max_num_seqs = command.int_flag("max-num-seqs", default_seqs) or default_seqs
+    streamer = (command.value("load-format") or "").startswith("runai_streamer")
+    # Same function, same inputs the program derives from; the compile cache counts cold (a policy cannot know
+    # whether a cache is warm; the program's own annotation carries a declared warm budget).
+    budget = startup_budget(
+        server.model.checkpoint_bytes, kind, pods_per_replica=pods,  # type: ignore[arg-type]
+        num_hidden_layers=server.model.num_hidden_layers, max_num_seqs=max_num_seqs, gpus_per_replica=tp * pp,
+        gpu_id=server.gpu.id if server.gpu is not None else None, runai_streamer=streamer,
+        enforce_eager=command.has("enforce-eager"),
     )
+    phases = " + ".join(f"{phase.name} {phase.seconds:.0f} s ({phase.basis})" for phase in budget.phases)
+    return Budget(budget.total_seconds, f"{server.model.name}: ({phases}) x{budget.safety_factor}")
 
 
 @dataclass(frozen=True)

@@ -90,8 +90,9 @@ def _gpu_templates(res: Resource) -> list[PodTemplate]:
     "startup-probe-covers-load", group="Probes and lifecycle", enforcement="mandatory", severity="high",
     kinds=SERVING,
     description="The vLLM container has a startupProbe whose window (initialDelaySeconds + periodSeconds x "
-                "failureThreshold) covers the model's startup budget: weight bytes over the storage's read speed plus "
-                "engine initialisation, with a safety factor (runtime.startup).",
+                "failureThreshold) covers the model's startup budget, by phase: bootstrap, the weight bytes over the "
+                "storage's read speed, a cold torch.compile, KV profiling and CUDA graph capture by the model's layers "
+                "and captured batch sizes, with a safety factor (runtime.startup, docs/startup.md).",
     why="Loading tens of GB of weights and compiling CUDA graphs takes minutes. Until the startup probe succeeds, "
         "liveness and readiness are held back; a window shorter than the load restarts the pod in a loop "
         "(CrashLoopBackOff during every rollout).",

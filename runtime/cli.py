@@ -20,7 +20,7 @@ from .gpus import GIB, GpuFacts, find_gpu
 from .models import ModelFacts, resolve_model
 from .parallelism import ParallelLayout, plan_layout
 from .planner import CapacityPlan, concurrency_table, decode_time_per_token_floor_seconds, plan_capacity
-from .startup import STORAGE_READ_GB_PER_SECOND, startup_budget
+from .startup import RUNAI_STREAMER_KINDS, STORAGE_READ_GB_PER_SECOND, Phase, StartupBudget, startup_budget
 
 if TYPE_CHECKING:
     from .derive import ServingPlan
@@ -45,13 +45,47 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--gpus-per-node", type=int, help="GPUs of one node (default: the largest known node)")
     plan.add_argument("--storage", default="local-nvme", choices=sorted(STORAGE_READ_GB_PER_SECOND),
                       help="where weights are read from, for the startup budget")
+    plan.add_argument("--compile-cache-warm", action="store_true",
+                      help="budget a warm shared compile cache (only once a pod of this model has started)")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.add_argument("--plot", metavar="FILE.png", help="write a KV cache vs context length chart")
     return parser
 
 
+def startup_timeline(budget: StartupBudget) -> dict[str, object]:
+    """The budget's phases: node phases before the container, then from container start (cold and warm compile)."""
+    def rows(phases: tuple[Phase, ...]) -> list[dict[str, object]]:
+        return [{"phase": p.name, "seconds": round(p.seconds, 1), "basis": p.basis} for p in phases]
+
+    return {
+        "node_phases": rows(budget.node_phases),
+        "node_seconds": budget.node_seconds,
+        "container_phases": rows(budget.phases),
+        "compile_cold_seconds": budget.compile_cold_seconds,
+        "compile_warm_seconds": budget.compile_warm_seconds,
+        "compile_cache_warm": budget.compile_cache_warm,
+        "safety_factor": budget.safety_factor,
+        "cold_total_seconds": budget.cold_total_seconds,
+        "warm_total_seconds": budget.warm_total_seconds,
+    }
+
+
+def _timeline_table(timeline: dict[str, Any], budget_seconds: int) -> list[str]:
+    lines = ["  startup timeline (node phases happen only when no node is free; not in the startup probe)"]
+    lines += [f"    {row['phase']:<26} {row['seconds']:>7.0f} s  {row['basis']}" for row in timeline["node_phases"]]
+    lines.append(f"    {'-- container starts':<26} {timeline['node_seconds']:>7} s  after the pod is created")
+    lines += [f"    {row['phase']:<26} {row['seconds']:>7.0f} s  {row['basis']}"
+              for row in timeline["container_phases"]]
+    lines.append(
+        f"    {'budget (x' + str(timeline['safety_factor']) + ')':<26} {budget_seconds:>7} s  cold compile "
+        f"{timeline['cold_total_seconds']} s, warm compile {timeline['warm_total_seconds']} s"
+        + (" (warm declared)" if timeline["compile_cache_warm"] else " (cold counts until the cache is declared warm)"))
+    return lines
+
+
 def build_report(model: ModelFacts, gpu: GpuFacts, engine: EngineSettings, layout: ParallelLayout,
-                 plan: CapacityPlan, startup_budget_seconds: int) -> dict[str, object]:
+                 plan: CapacityPlan, startup_budget_seconds: int,
+                 startup: StartupBudget | None = None) -> dict[str, object]:
     """The plan and its context as one flat record (the JSON output, and what the table prints)."""
     report: dict[str, object] = plan.to_dict()
     report.update({
@@ -63,6 +97,7 @@ def build_report(model: ModelFacts, gpu: GpuFacts, engine: EngineSettings, layou
         "gpus_per_pod": layout.gpus_per_pod,
         "pods_per_replica": layout.size,
         "startup_budget_seconds": startup_budget_seconds,
+        "startup_timeline": startup_timeline(startup) if startup is not None else None,
         "decode_time_per_token_floor_seconds": round(
             decode_time_per_token_floor_seconds(model, gpu, engine, plan.max_model_len), 6),
         "concurrency_by_context": dict(concurrency_table(plan, CONTEXT_LENGTHS)),
@@ -108,6 +143,9 @@ def _table(report: dict[str, object], model: ModelFacts, gpu: GpuFacts) -> str:
         f"  decode floor (batch 1)     {float(report['decode_time_per_token_floor_seconds']) * 1000:.1f} ms/token",  # type: ignore[arg-type]
         f"  verdict                    {'fits' if report['fits'] else 'DOES NOT FIT'}",
     ]
+    if report.get("startup_timeline"):
+        lines += _timeline_table(report["startup_timeline"],  # type: ignore[arg-type]
+                                 int(report["startup_budget_seconds"]))  # type: ignore[call-overload]
     lines += [f"    - {reason}" for reason in report["reasons"]]  # type: ignore[attr-defined]
     lines += [f"  warning: {warning}" for warning in report["warnings"]]  # type: ignore[attr-defined]
     lines += ["", "  context tokens   concurrent sequences"]
@@ -224,7 +262,7 @@ def _plan_stack_file(path: str, as_json: bool) -> int:
     reports = []
     for plan in plans:  # exactly what the program derives: layout, overhead override, startup budget override
         report = build_report(plan.model, plan.gpu, plan.spec.engine, plan.layout, plan.capacity,
-                              plan.startup_budget_seconds)
+                              plan.startup_budget_seconds, plan.startup)
         report["deployment"] = plan.spec.name
         report.update(placement_report(plan))
         # The program's own warnings (placement, rollout, parallelism), not only the KV planner's.
@@ -256,8 +294,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         layout = plan_layout(model, engine.tensor_parallel_size, engine.pipeline_parallel_size,
                              args.gpus_per_node or gpu.max_gpus_per_node, setting="--tp")
         plan = plan_capacity(model, gpu, engine)
-        budget = startup_budget(model.checkpoint_bytes, args.storage, pods_per_replica=layout.size)
-        report = build_report(model, gpu, engine, layout, plan, budget.total_seconds)
+        budget = startup_budget(
+            model.checkpoint_bytes, args.storage, pods_per_replica=layout.size,
+            num_hidden_layers=model.num_hidden_layers, max_num_seqs=plan.max_num_seqs,
+            gpus_per_replica=plan.gpus_per_replica, gpu_id=gpu.id,
+            runai_streamer=args.storage in RUNAI_STREAMER_KINDS or args.storage == "s3-runai-streamer",
+            compile_cache_warm=args.compile_cache_warm,
+        )
+        report = build_report(model, gpu, engine, layout, plan, budget.total_seconds, budget)
         if args.plot:
             _plot(args.plot, model, gpu, plan)
     except PlanningError as error:

@@ -32,7 +32,7 @@ from .parallelism import ParallelLayout, plan_layout
 from .placement import Packing, nodes_needed
 from .planner import CapacityPlan, plan_capacity
 from .spec import DeploymentSpec, EksCluster, ModelDeploymentSpec, SecretRef
-from .startup import StartupBudget, startup_budget
+from .startup import RUNAI_STREAMER_KINDS, StartupBudget, startup_budget
 from .vllm_rules import engine_config_problem
 
 MODEL_MOUNT_PATH = "/models"
@@ -66,6 +66,9 @@ PVC_MIN_GIB = 10
 # Voluntary evictions (node drains, scale-down) take at most one replica's pod at a time: the same bound a rollout
 # keeps, whether it surges (none down) or replaces one replica at a time (one down); never blocks a drain.
 PDB_MAX_UNAVAILABLE = 1
+# The shared compile caches live beside the weights on the model volume, under this directory (outside any model's
+# hydrated directory, so a re-hydration does not delete them).
+COMPILE_CACHE_DIR = ".compile-cache"
 
 
 @dataclass(frozen=True)
@@ -368,11 +371,25 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
             "set hf_repo to its Hugging Face id, or storage.existing_claim to a PVC that holds it with hydrate: false",
         )
 
+    lifecycle = model_spec.lifecycle
+    streamer = uses_runai_streamer(model_spec)
+    shared_cache = (storage.shared_compile_cache and storage.kind not in ("s3-runai-streamer", "hf-download")
+                    and storage.access_mode != "ReadOnlyMany")
+    if lifecycle.compile_cache_warm and not shared_cache:
+        raise PlanningError(
+            f"{path}.lifecycle.compile_cache_warm", True,
+            f"storage kind {storage.kind} ({storage.access_mode}) with shared_compile_cache "
+            f"{storage.shared_compile_cache} keeps no compile cache across pods, so every pod compiles cold",
+            "leave compile_cache_warm false, or use a ReadWriteMany volume kind (local-nvme, fsx-lustre, efs, nfs) "
+            "with shared_compile_cache: true",
+        )
     budget = startup_budget(
         facts.checkpoint_bytes, storage.kind, pods_per_replica=layout.size,
-        read_gb_per_second=storage.read_gb_per_second,
+        read_gb_per_second=storage.read_gb_per_second, num_hidden_layers=facts.num_hidden_layers,
+        max_num_seqs=capacity.max_num_seqs, gpus_per_replica=layout.gpus_per_pod * layout.size, gpu_id=gpu.id,
+        runai_streamer=streamer, compile_cache_warm=lifecycle.compile_cache_warm,
+        enforce_eager="--enforce-eager" in engine.extra_args,
     )
-    lifecycle = model_spec.lifecycle
     startup_seconds = lifecycle.startup_budget_seconds or budget.total_seconds
     grace = lifecycle.termination_grace_period_seconds or (
         lifecycle.pre_stop_sleep_seconds + engine.shutdown_timeout_seconds + lifecycle.termination_margin_seconds
@@ -421,7 +438,7 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
     served = model_spec.served_model_name or model_spec.name
     args = engine.to_args(model_ref, served_model_name=served, distributed_executor_backend=backend,
                           max_model_len=capacity.max_model_len)
-    if storage.kind == "s3-runai-streamer" and engine.load_format == "auto":
+    if streamer and engine.load_format == "auto":
         args.insert(1, "--load-format=runai_streamer")
     efa_devices = _efa_devices(spec, shape, layout.layout == "leader-worker-set")
     warnings = list(capacity.warnings) + _parallelism_warnings(layout, gpu, efa_devices)
@@ -452,7 +469,8 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
         )
     if model_spec.autoscaling is not None and model_spec.autoscaling.scale_to_zero:
         warnings.append(
-            f"scale to zero: the first request after idle waits a cold start of about {startup_seconds} s"
+            f"scale to zero: the first request after idle waits a cold start of about {startup_seconds} s, and "
+            f"about {budget.node_seconds} s more when a GPU node must be provisioned and the image pulled first"
         )
     elif model_spec.autoscaling is not None and "polling_interval_seconds" in model_spec.autoscaling.model_fields_set:
         warnings.append(
@@ -479,6 +497,36 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
     )
     _check_pod_fits_node(spec, index, plan)
     return plan
+
+
+def uses_runai_streamer(spec: ModelDeploymentSpec) -> bool:
+    """S3 always streams; a shared file system streams too unless the stack picked a load format itself (vLLM 0.33's
+    runai_streamer reads local safetensors directories, with many reader threads per file)."""
+    kind, load_format = spec.storage.kind, spec.engine.load_format
+    if load_format.startswith("runai_streamer"):
+        return True
+    return load_format == "auto" and (kind == "s3-runai-streamer" or kind in RUNAI_STREAMER_KINDS)
+
+
+def runai_streamer_concurrency(plan: ServingPlan) -> int | None:
+    """RUNAI_STREAMER_CONCURRENCY for a shared file system: the stack's, or the storage kind's."""
+    storage = plan.spec.storage
+    if not uses_runai_streamer(plan.spec) or storage.kind not in RUNAI_STREAMER_KINDS:
+        return storage.runai_streamer_concurrency if uses_runai_streamer(plan.spec) else None
+    return storage.runai_streamer_concurrency or RUNAI_STREAMER_KINDS[storage.kind][1]
+
+
+def compile_cache_key(plan: ServingPlan) -> str | None:
+    """Directory of the shared compile cache on the model volume: one per model, vLLM version, parallel layout and
+    GPU (vLLM hashes its own config into torch_compile_cache too; this keeps Triton and Inductor caches, which it
+    does not key by model, apart as well). None: pods keep their caches in their own emptyDir."""
+    storage = plan.spec.storage
+    # A ReadOnlyMany claim cannot take the cache's writes: those pods compile into their emptyDir.
+    if not (storage.shared_compile_cache and plan.uses_pvc) or storage.access_mode == "ReadOnlyMany":
+        return None
+    engine = plan.spec.engine
+    return (f"{COMPILE_CACHE_DIR}/{plan.spec.name}/vllm-{engine.vllm_version}/"
+            f"tp{engine.tensor_parallel_size}-pp{engine.pipeline_parallel_size}/{plan.gpu.id}")
 
 
 # ---- the pools: node counts and rollouts -----------------------------------------------------------------------------

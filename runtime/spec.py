@@ -312,6 +312,12 @@ class StorageSpec(StrictModel):
     hf_token: SecretRef | None = Field(None, description="Hugging Face token for gated models.")
     s3_uri: str | None = Field(None, pattern=r"^s3://.+", description="With kind s3-runai-streamer: model prefix.")
     read_gb_per_second: float | None = Field(None, gt=0, description="Measured read speed; overrides the estimate.")
+    shared_compile_cache: bool = Field(
+        True, description="Keep vLLM's compile caches on the model volume, per model/version/layout/GPU: one compile."
+    )
+    runai_streamer_concurrency: int | None = Field(
+        None, ge=1, le=256, description="Threads per file with runai_streamer; None: from the storage kind."
+    )
 
     @model_validator(mode="after")
     def _s3(self) -> StorageSpec:
@@ -374,7 +380,10 @@ class LifecycleSpec(StrictModel):
     pre_stop_sleep_seconds: int = Field(15, ge=0, le=300, description="Endpoints deregister before SIGTERM.")
     termination_margin_seconds: int = Field(30, ge=0, description="Slack after drain before SIGKILL.")
     termination_grace_period_seconds: int | None = Field(None, ge=1, description="None: preStop+drain+margin.")
-    startup_budget_seconds: int | None = Field(None, ge=30, description="None: from weight size and read speed.")
+    startup_budget_seconds: int | None = Field(None, ge=30, description="None: by phase (runtime/startup.py).")
+    compile_cache_warm: bool = Field(
+        False, description="Declare the shared compile cache filled (a pod has started): budget the warm compile."
+    )
     shm_size_gib: int | None = Field(None, ge=1, description="None: 1 GiB + 2 GiB per extra GPU in the pod.")
 
 

@@ -21,6 +21,8 @@ from ...runtime.derive import (
     READINESS_PROBE_PERIOD_SECONDS,
     STARTUP_PROBE_PERIOD_SECONDS,
     ServingPlan,
+    compile_cache_key,
+    runai_streamer_concurrency,
 )
 from ...runtime.models import catalog_id_for
 from ...runtime.nodes import GPU_PRODUCT_LABEL, GPU_RESOURCE, GPU_TAINT
@@ -234,9 +236,33 @@ def efa_env(plan: ServingPlan) -> list[dict[str, Any]]:
     return [{"name": "FI_PROVIDER", "value": "efa"}] if plan.efa_devices_per_pod else []
 
 
+# With a shared compile cache (runtime.derive.compile_cache_key) these point at the model volume instead: the first
+# pod compiles, later pods and restarts of the same model, vLLM version, layout and GPU load the artifacts.
+COMPILE_CACHE_MOUNT = "/compile-cache"
+SHARED_COMPILE_CACHE_ENV = {
+    "VLLM_CACHE_ROOT": f"{COMPILE_CACHE_MOUNT}/vllm",
+    "TRITON_CACHE_DIR": f"{COMPILE_CACHE_MOUNT}/triton",
+    "TORCHINDUCTOR_CACHE_DIR": f"{COMPILE_CACHE_MOUNT}/torchinductor",
+    "FLASHINFER_WORKSPACE_BASE": f"{COMPILE_CACHE_MOUNT}/flashinfer",
+}
+
+
+def cache_env(plan: ServingPlan) -> list[dict[str, Any]]:
+    """Cache locations (shared compile cache or the pod's emptyDir); leader and workers alike, since every rank
+    compiles and reads weights."""
+    values = dict(CACHE_ENV)
+    if compile_cache_key(plan) is not None:
+        values.update(SHARED_COMPILE_CACHE_ENV)
+    items = [{"name": key, "value": value} for key, value in values.items()]
+    concurrency = runai_streamer_concurrency(plan)
+    if concurrency is not None:
+        items.append({"name": "RUNAI_STREAMER_CONCURRENCY", "value": str(concurrency)})
+    return items
+
+
 def env(plan: ServingPlan) -> list[dict[str, Any]]:
     spec = plan.spec
-    items: list[dict[str, Any]] = [{"name": key, "value": value} for key, value in CACHE_ENV.items()]
+    items: list[dict[str, Any]] = cache_env(plan)
     if spec.api_key is not None:
         items.append(secret_env("VLLM_API_KEY", spec.api_key, api_key_secret_name(spec.name), API_KEY_SECRET_KEY))
     items += efa_env(plan)
@@ -255,6 +281,10 @@ def volume_mounts(plan: ServingPlan) -> list[dict[str, Any]]:
     ]
     if plan.uses_pvc:
         mounts.append({"name": "models", "mountPath": MODEL_MOUNT_PATH, "readOnly": True})
+    key = compile_cache_key(plan)
+    if key is not None:
+        # Writable, but only this model's cache directory: the weights stay mounted read-only above.
+        mounts.append({"name": "models", "mountPath": COMPILE_CACHE_MOUNT, "subPath": key})
     return mounts
 
 
@@ -267,7 +297,11 @@ def volumes(plan: ServingPlan) -> list[dict[str, Any]]:
         {"name": "tmp", "emptyDir": {"sizeLimit": f"{plan.tmp_size_gib}Gi"}},
     ]
     if plan.uses_pvc:
-        items.append({"name": "models", "persistentVolumeClaim": {"claimName": claim_name(plan), "readOnly": True}})
+        # readOnly on the claim would make the compile-cache mount read-only too; the weights mount sets it instead.
+        claim: dict[str, Any] = {"claimName": claim_name(plan)}
+        if compile_cache_key(plan) is None:
+            claim["readOnly"] = True
+        items.append({"name": "models", "persistentVolumeClaim": claim})
     return items
 
 
@@ -370,7 +404,7 @@ def build_leader_worker_set(plan: ServingPlan, extra_labels: dict[str, str] | No
         "image": plan.image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["bash", "-c", WORKER_SCRIPT, "vllm-worker"],
-        "env": [{"name": key, "value": value} for key, value in CACHE_ENV.items()] + efa_env(plan),
+        "env": cache_env(plan) + efa_env(plan),
         "resources": resources(plan),
         # Workers outlive the leader's drain: the leader's engine still needs their GPUs while requests finish.
         **lifecycle(plan.worker_pre_stop_sleep_seconds),

@@ -16,9 +16,11 @@ from .linters import hydration_exemptions
 from .secrets import HF_TOKEN_SECRET_KEY, build_generated_secret, hf_token_secret_name, secret_env
 
 STORAGE_COMPONENT = "model-store"
-# Pinned by tag (never `latest`): a slim Python and the hub client at a fixed release.
-HYDRATION_IMAGE = "python:3.11-slim"
-HUGGINGFACE_HUB_VERSION = "2.4.0"
+# The hydration Job runs the serving image itself (plan.image, pinned by the vLLM version): it ships the Hugging Face
+# client vLLM downloads with (huggingface_hub 2.4.0 in vLLM 0.33), so nothing is pip-installed at run time, and
+# the Job runs on a node of the serving GPU pool (tolerating its taint, asking for no GPU): the ~10 GB image it pulls
+# there is the one the first serving pod needs, and a node provisioned for the Job is the one that pod lands on, so
+# node provisioning and image pull overlap the download instead of following it.
 # Written only after a complete download, holding the repo id: a re-run for the same repo is a no-op, a different
 # repo in the same directory replaces the old weights instead of mixing with them.
 MARKER_FILE = ".vllm-pulumi-complete"
@@ -41,7 +43,6 @@ if [ -f "$MODEL_DIR/$MARKER_FILE" ]; then
   echo "replacing $(cat "$MODEL_DIR/$MARKER_FILE") with $HF_REPO in $MODEL_DIR"
   rm -rf "$MODEL_DIR"
 fi
-pip install --no-cache-dir --disable-pip-version-check "huggingface_hub==$HUGGINGFACE_HUB_VERSION"
 python3 -c '
 import os
 from huggingface_hub import snapshot_download
@@ -107,7 +108,6 @@ def build_hydration_job(
         {"name": "HF_REPO", "value": plan.hf_repo},
         {"name": "MODEL_DIR", "value": model_dir},
         {"name": "MARKER_FILE", "value": MARKER_FILE},
-        {"name": "HUGGINGFACE_HUB_VERSION", "value": HUGGINGFACE_HUB_VERSION},
         {"name": "IGNORE_PATTERNS", "value": IGNORE_PATTERNS},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
         {"name": "HOME", "value": "/tmp"},
@@ -123,25 +123,25 @@ def build_hydration_job(
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [{
             "name": "hydrate",
-            "image": HYDRATION_IMAGE,
+            "image": plan.image,
             "imagePullPolicy": "IfNotPresent",
             "command": ["sh", "-c", HYDRATION_SCRIPT],
             "env": env,
             "resources": {"requests": {"cpu": "1", "memory": "2Gi", "ephemeral-storage": HYDRATION_EPHEMERAL_STORAGE},
                           "limits": {"memory": "4Gi", "ephemeral-storage": HYDRATION_EPHEMERAL_STORAGE}},
-            # Runs as root: pip installs into the image's site-packages; nothing else is allowed.
+            # Runs as root like the serving container (the image's Python lives under root-owned paths).
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
             "volumeMounts": [{"name": "models", "mountPath": MODEL_MOUNT_PATH}],
         }],
         "volumes": [{"name": "models", "persistentVolumeClaim": {"claimName": claim_name(plan)}}],
     }
-    if storage.kind == "local-nvme":
-        # A node-local volume binds where its first pod runs: download on a node of the GPU that will serve it.
-        if plan.node_shape.provisioner in ("karpenter", "auto-mode"):
-            pod_spec.update(karpenter_pod_scheduling(plan.node_shape))
-        else:
-            pod_spec["nodeSelector"] = {GPU_PRODUCT_LABEL: plan.gpu.product_label}
-        pod_spec["tolerations"] = [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}]
+    # On the serving GPU pool (see the image comment above); for local-nvme also because a node-local volume binds
+    # where its first pod runs.
+    if plan.node_shape.provisioner in ("karpenter", "auto-mode"):
+        pod_spec.update(karpenter_pod_scheduling(plan.node_shape))
+    else:
+        pod_spec["nodeSelector"] = {GPU_PRODUCT_LABEL: plan.gpu.product_label}
+    pod_spec["tolerations"] = [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}]
     annotations = {"pulumi.com/timeoutSeconds": str(HYDRATION_TIMEOUT_SECONDS), **hydration_exemptions(plan)}
     if skip_await:
         annotations["pulumi.com/skipAwait"] = "true"

@@ -17,6 +17,7 @@ from vllm_pulumi.runtime.derive import ServingPlan
 from vllm_pulumi.components.builders.modelconfig import config_fields
 from vllm_pulumi.runtime.models import CATALOG, catalog_model, parse_config
 from vllm_pulumi.runtime.spec import GpuNodePoolSpec
+from vllm_pulumi.runtime.startup import STORAGE_READ_GB_PER_SECOND
 
 from .specs import MULTINODE_MODEL, plan, stack
 
@@ -184,12 +185,12 @@ def test_shm_gpu_selector_toleration_and_read_only_models() -> None:
     spec = pod_spec(workload)
     volumes = {v["name"]: v for v in spec["volumes"]}
     assert volumes["shm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": f"{serving_plan.shm_size_gib}Gi"}
-    assert volumes["models"]["persistentVolumeClaim"] == {"claimName": "llm-models", "readOnly": True}
+    assert volumes["models"]["persistentVolumeClaim"] == {"claimName": "llm-models"}
     assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    mounts = {m["name"]: m for m in container(workload)["volumeMounts"]}
-    assert mounts["models"] == {"name": "models", "mountPath": "/models", "readOnly": True}
-    assert mounts["shm"]["mountPath"] == "/dev/shm"
+    mounts = {m["mountPath"]: m for m in container(workload)["volumeMounts"]}
+    assert mounts["/models"] == {"name": "models", "mountPath": "/models", "readOnly": True}
+    assert mounts["/dev/shm"]["name"] == "shm"
     assert container(workload)["resources"]["requests"]["nvidia.com/gpu"] == "4"
     assert "--tensor-parallel-size=4" in container(workload)["args"]
 
@@ -202,7 +203,7 @@ def test_hardened_security_context_and_redirected_caches() -> None:
     assert pod_spec(workload)["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     env = {e["name"]: e.get("value") for e in main["env"]}
     for variable in ("HF_HOME", "VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME"):
-        assert env[variable].startswith("/cache"), variable
+        assert env[variable].startswith(("/cache", "/compile-cache/")), variable
     assert {m["mountPath"] for m in main["volumeMounts"]} >= {"/cache", "/tmp"}
 
 
@@ -417,7 +418,10 @@ def test_hydration_job(case: str, skip_await: bool) -> None:
     env = {e["name"]: e for e in main["env"]}
     assert env["HF_REPO"]["value"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert env["MODEL_DIR"]["value"] == serving_plan.model_ref
-    assert env["HUGGINGFACE_HUB_VERSION"]["value"] == storage.HUGGINGFACE_HUB_VERSION
+    assert main["image"] == serving_plan.image, "the serving image: its HF client, and pre-pulled for the server"
+    assert "pip install" not in script, "nothing is installed at run time"
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": serving_plan.gpu.product_label}
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hf", "key": "token"}
     assert "meta-llama" not in script, "repo ids travel in env vars, never in the script"
 
@@ -452,7 +456,8 @@ def test_scaled_object_queue_trigger_and_windows() -> None:
     assert behavior["scaleDown"]["policies"] == [{"type": "Pods", "value": 1,
                                                   "periodSeconds": serving_plan.cooldown_seconds}]
     assert behavior["scaleUp"]["policies"] == [{"type": "Pods", "value": 1,
-                                                "periodSeconds": serving_plan.startup_budget_seconds}]
+                                                "periodSeconds": min(1800, serving_plan.startup.node_seconds
+                                                                     + serving_plan.startup_budget_seconds)}]
     assert spec["fallback"] == {"failureThreshold": 3, "replicas": 2}
     assert all(t["type"] not in ("cpu", "memory") for t in spec["triggers"])
     assert "idleReplicaCount" not in spec
@@ -640,19 +645,17 @@ def test_hpa_policy_periods_stay_within_the_api_limit() -> None:
 
 
 def _run_hydration(tmp_path: Path, repo: str, fail: bool = False) -> tuple[str, int]:
-    """Run the hydration script with pip/python3 stubbed (the stub "downloads" by writing one file per call)."""
+    """Run the hydration script with python3 stubbed (the stub "downloads" by writing one file per call)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "pip").write_text("#!/bin/sh\nexit 0\n")
     (bin_dir / "python3").write_text('#!/bin/sh\nmkdir -p "$MODEL_DIR"\n'
                                      'echo "$HF_REPO" >> "$MODEL_DIR/model.safetensors"\n'
                                      'echo call >> "$CALLS"\n' + ("exit 1\n" if fail else ""))
-    for stub in ("pip", "python3"):
-        (bin_dir / stub).chmod(0o755)
+    (bin_dir / "python3").chmod(0o755)
     root = tmp_path / "models"
     script = storage.HYDRATION_SCRIPT.replace("/models/", f"{root}/")
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "MODEL_DIR": str(root / "llm"), "HF_REPO": repo,
-           "MARKER_FILE": storage.MARKER_FILE, "HUGGINGFACE_HUB_VERSION": "0", "IGNORE_PATTERNS": "",
+           "MARKER_FILE": storage.MARKER_FILE, "IGNORE_PATTERNS": "",
            "CALLS": str(tmp_path / "calls")}
     result = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=not fail)
     calls = (tmp_path / "calls").read_text().count("call") if (tmp_path / "calls").exists() else 0
@@ -740,3 +743,85 @@ def test_plan_warns_about_settings_kubernetes_or_keda_would_defeat(
         assert "referenced by name" not in warnings and "polling_interval_seconds" not in warnings, warnings
     else:
         assert expected in warnings, warnings
+
+
+@pytest.mark.parametrize(("case", "model", "cache_dir", "claim_read_only"), [
+    ("default: compile cache on the model volume, keyed", {},
+     ".compile-cache/llm/vllm-{version}/tp1-pp1/l4", False),
+    ("shared cache switched off: the pod's emptyDir", {"storage": {"shared_compile_cache": False}}, None, True),
+    ("s3 has no volume to share", {"storage": {"kind": "s3-runai-streamer", "s3_uri": "s3://b/m"}}, None, None),
+    ("a read-only-many claim takes no writes", {"storage": {"access_mode": "ReadOnlyMany"}}, None, True),
+])
+def test_shared_compile_cache_mount_and_env(case: str, model: dict[str, Any], cache_dir: str | None,
+                                            claim_read_only: bool | None) -> None:
+    serving_plan = plan(model)
+    workload = serving.build_workload(serving_plan)
+    server = container(workload)
+    env = {e["name"]: e.get("value") for e in server["env"]}
+    mounts = {m["mountPath"]: m for m in server["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod_spec(workload)["volumes"]}
+    if cache_dir is None:
+        assert "/compile-cache" not in mounts, case
+        assert env["VLLM_CACHE_ROOT"] == "/cache/vllm", case
+    else:
+        expected = cache_dir.format(version=serving_plan.spec.engine.vllm_version)
+        assert mounts["/compile-cache"] == {"name": "models", "mountPath": "/compile-cache", "subPath": expected}
+        assert "readOnly" not in mounts["/compile-cache"], case
+        assert mounts["/models"]["readOnly"] is True, "the weights stay read-only"
+        for name in ("VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
+            assert env[name].startswith("/compile-cache/"), (case, name)
+    if claim_read_only is not None:
+        assert ("readOnly" in volumes["models"]["persistentVolumeClaim"]) == claim_read_only, case
+
+
+@pytest.mark.parametrize(("case", "storage_spec", "engine", "flag", "concurrency"), [
+    ("lustre streams with 32 threads", {"kind": "fsx-lustre"}, {}, "--load-format=runai_streamer", "32"),
+    ("efs streams with 16 threads", {"kind": "efs"}, {}, "--load-format=runai_streamer", "16"),
+    ("stated concurrency wins", {"kind": "efs", "runai_streamer_concurrency": 4}, {},
+     "--load-format=runai_streamer", "4"),
+    ("local nvme keeps the default loader", {"kind": "local-nvme"}, {}, None, None),
+    ("a stated load format is kept", {"kind": "fsx-lustre"}, {"load_format": "safetensors"},
+     "--load-format=safetensors", None),
+])
+def test_runai_streamer_on_shared_file_systems(case: str, storage_spec: dict[str, Any], engine: dict[str, Any],
+                                               flag: str | None, concurrency: str | None) -> None:
+    serving_plan = plan({"storage": storage_spec, "engine": engine})
+    server = container(serving.build_workload(serving_plan))
+    load_flags = [arg for arg in server["args"] if arg.startswith("--load-format")]
+    assert load_flags == ([flag] if flag else []), case
+    env = {e["name"]: e.get("value") for e in server["env"]}
+    assert env.get("RUNAI_STREAMER_CONCURRENCY") == concurrency, case
+    assert (serving_plan.startup.read_gb_per_second > STORAGE_READ_GB_PER_SECOND[storage_spec["kind"]]) == (
+        concurrency is not None), "the budget reads at the streamer's speed exactly when it streams"
+
+
+@pytest.mark.parametrize(("case", "model", "error"), [
+    ("cold by default", {}, None),
+    ("declared warm on a shared volume", {"lifecycle": {"compile_cache_warm": True}}, None),
+    ("declared warm without a shared cache",
+     {"lifecycle": {"compile_cache_warm": True}, "storage": {"shared_compile_cache": False}},
+     "models[0].lifecycle.compile_cache_warm"),
+    ("declared warm streaming from s3",
+     {"lifecycle": {"compile_cache_warm": True}, "storage": {"kind": "s3-runai-streamer", "s3_uri": "s3://b/m"}},
+     "models[0].lifecycle.compile_cache_warm"),
+    ("declared warm on a read-only-many claim",
+     {"lifecycle": {"compile_cache_warm": True}, "storage": {"access_mode": "ReadOnlyMany"}},
+     "models[0].lifecycle.compile_cache_warm"),
+])
+def test_warm_compile_budget_only_when_declared_on_a_shared_cache(case: str, model: dict[str, Any],
+                                                                  error: str | None) -> None:
+    from vllm_pulumi.runtime.spec import SpecError
+
+    if error is not None:
+        with pytest.raises(SpecError) as raised:
+            plan(model)
+        assert [issue.setting for issue in raised.value.issues] == [error], case
+        assert "every pod compiles cold" in str(raised.value), case
+        return
+    serving_plan = plan(model)
+    warm = model.get("lifecycle", {}).get("compile_cache_warm", False)
+    startup = serving_plan.startup
+    assert serving_plan.startup_budget_seconds == (startup.warm_total_seconds if warm
+                                                   else startup.cold_total_seconds), case
+    probe = container(serving.build_workload(serving_plan))["startupProbe"]
+    assert probe["periodSeconds"] * probe["failureThreshold"] >= serving_plan.startup_budget_seconds, case

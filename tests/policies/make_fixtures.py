@@ -43,7 +43,7 @@ R = "startup-probe-covers-load"
 d = base("Deployment"); del vllm(d)["startupProbe"]
 fx(R, "fires", "no-startup-probe", "No startupProbe at all.", d)
 d = base("Deployment"); vllm(d)["startupProbe"]["failureThreshold"] = 6
-fx(R, "fires", "window-shorter-than-load", "10 s x 6 = 60 s, but 16 GB from local NVMe + engine init needs ~192 s.", d)
+fx(R, "fires", "window-shorter-than-load", "10 s x 6 = 60 s, but the budget for 16 GB from local NVMe (bootstrap, read, cold compile, profiling, graphs) is ~386 s.", d)
 d = base("Deployment"); vllm(d)["args"][0] = "meta-llama/Llama-3.1-8B-Instruct"
 fx(R, "fires", "hf-download-at-every-start", "Weights downloaded from the Hub at every start (~0.05 GB/s): 600 s is too short.", d)
 d = base("Deployment"); vllm(d)["args"][0] = "/models/my-finetune"

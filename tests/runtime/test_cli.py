@@ -154,3 +154,24 @@ def test_stack_file_shows_the_node_shape_whether_assumed_and_the_rollout(tmp_pat
     assert (report["node_shape"]["pool"], report["node_shape"]["stated"]) == ("assumed-rtx-4090", False)
     assert (report["rollout"]["max_surge"], report["rollout"]["max_unavailable"]) == (1, 0)
     assert any(w.startswith("the stack states no nodes for rtx-4090") for w in report["warnings"])
+
+
+@pytest.mark.parametrize(("case", "extra", "warm"), [
+    ("first start counts the cold compile", [], False),
+    ("declared warm cache counts the warm compile", ["--compile-cache-warm"], True),
+])
+def test_plan_prints_the_startup_timeline(capsys: pytest.CaptureFixture[str], case: str, extra: list[str],
+                                          warm: bool) -> None:
+    argv = ["plan", "--model", "gemma-3-27b", "--gpu", "a100-80gb", "--max-model-len", "8192", *extra]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    for phase in ("node provisioning", "node init", "image pull", "-- container starts", "bootstrap", "weight read",
+                  "torch.compile", "KV profiling + warm-up", "CUDA graph capture", "budget (x1.5)"):
+        assert phase in out, (case, phase)
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    timeline = report["startup_timeline"]
+    assert timeline["compile_cache_warm"] is warm, case
+    expected = timeline["warm_total_seconds"] if warm else timeline["cold_total_seconds"]
+    assert report["startup_budget_seconds"] == expected, case
+    assert timeline["node_seconds"] >= sum(row["seconds"] for row in timeline["node_phases"]), case

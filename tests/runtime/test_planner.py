@@ -248,14 +248,16 @@ def test_moe_decode_floor_reads_only_active_experts() -> None:
 
 
 @pytest.mark.parametrize(
-    ("case", "checkpoint_bytes", "storage", "pods", "expected_seconds"),
+    ("case", "checkpoint_bytes", "storage", "pods", "read_seconds"),
     [
-        ("16 GB from local nvme", 16_000_000_000, "local-nvme", 1, math.ceil((8 + 120) * 1.5)),
-        ("140 GB from efs", 140_000_000_000, "efs", 1, math.ceil((140 / 0.3 + 120) * 1.5)),
-        ("810 GB over two lws pods from fsx", 810_000_000_000, "fsx-lustre", 2, math.ceil((405 + 120) * 1.5)),
+        ("16 GB from local nvme", 16_000_000_000, "local-nvme", 1, 8),
+        ("140 GB from efs", 140_000_000_000, "efs", 1, 140 / 0.3),
+        ("810 GB over two lws pods from fsx", 810_000_000_000, "fsx-lustre", 2, 405),
     ],
 )
-def test_startup_budget_from_weight_bytes_and_read_speed(case: str, checkpoint_bytes: int, storage: str,
-                                                         pods: int, expected_seconds: int) -> None:
+def test_startup_budget_weight_read_from_bytes_and_read_speed(case: str, checkpoint_bytes: int, storage: str,
+                                                              pods: int, read_seconds: float) -> None:
     budget = startup_budget(checkpoint_bytes, storage, pods_per_replica=pods)  # type: ignore[arg-type]
-    assert budget.total_seconds == expected_seconds
+    phases = {phase.name: phase.seconds for phase in budget.phases}
+    assert phases["weight read"] == pytest.approx(read_seconds), case
+    assert budget.total_seconds == math.ceil(sum(phases.values()) * budget.safety_factor), case
