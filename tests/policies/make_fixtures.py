@@ -502,8 +502,8 @@ fx(R, "fires", "when-underutilized", "WhenEmptyOrUnderutilized: Karpenter may de
 d = kp("NodePool", "Deployment"); del nodepool(d)["spec"]["disruption"]
 fx(R, "fires", "default-policy", "No disruption block: Karpenter's default policy is WhenEmptyOrUnderutilized.", d)
 d = kp("NodePool", "Deployment"); nodepool(d)["spec"]["disruption"]["consolidateAfter"] = "1m"
-fx(R, "fires", "consolidate-after-shorter-than-load", "consolidateAfter 1m, but Llama 3.3 70B needs 392 s to load from FSx for Lustre.", d)
-fx(R, "passes", "rendered", "What the karpenter stack renders: WhenEmpty after the 392 s startup budget.", kp("NodePool", "Deployment"))
+fx(R, "fires", "consolidate-after-shorter-than-load", "consolidateAfter 1m, but Llama 3.3 70B needs 716 s to load from FSx for Lustre.", d)
+fx(R, "passes", "rendered", "What the karpenter stack renders: WhenEmpty after the 716 s startup budget.", kp("NodePool", "Deployment"))
 d = kp("NodePool", "Deployment"); nodepool(d)["spec"]["disruption"]["consolidateAfter"] = "Never"
 fx(R, "passes", "never", "consolidateAfter Never: empty GPU nodes are kept.", d)
 d = kp("NodePool"); np_cpu = nodepool(d); np_cpu["metadata"]["name"] = "general"; np_cpu["spec"] = {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "general"}, "requirements": [{"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["m", "c"]}]}}, "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"}}
