@@ -14,8 +14,9 @@ from typing import Any
 import yaml
 
 from ..runtime.derive import ServingPlan, plan_deployment
-from ..runtime.spec import DeploymentSpec, parse_deployment
+from ..runtime.spec import DeploymentSpec, EksCluster, parse_deployment
 from .builders.autoscaling import build_scaled_object
+from .builders.karpenter import build_karpenter_objects
 from .builders.network import build_namespace, build_network
 from .builders.observability import build_observability
 from .builders.serving import build_serving, build_serving_secrets
@@ -56,10 +57,19 @@ def namespace_objects(spec: DeploymentSpec) -> list[dict[str, Any]]:
     return [build_namespace(spec.namespace, spec.labels)] if spec.create_namespace else []
 
 
+def node_objects(spec: DeploymentSpec, plans: list[ServingPlan]) -> list[dict[str, Any]]:
+    """EC2NodeClasses and NodePools of the stack's karpenter and auto-mode pools (cluster-scoped, first: the serving
+    pods' nodes come from them). Managed node groups are AWS resources, not Kubernetes objects."""
+    if not isinstance(spec.cluster, EksCluster):
+        return []
+    return build_karpenter_objects(spec.cluster, plans, spec.labels).all
+
+
 def build_manifests(spec: DeploymentSpec, plans: list[ServingPlan] | None = None) -> list[dict[str, Any]]:
     """Namespace, then per stage (storage, serving, autoscaling, observability) every model's objects."""
-    models = [build_model_objects(spec, plan) for plan in (plans if plans is not None else plan_deployment(spec))]
-    objects = namespace_objects(spec)
+    plans = plans if plans is not None else plan_deployment(spec)
+    models = [build_model_objects(spec, plan) for plan in plans]
+    objects = node_objects(spec, plans) + namespace_objects(spec)
     for stage in ("storage_secrets", "storage", "serving_secrets", "serving", "autoscaling", "observability"):
         for model in models:
             objects.extend(getattr(model, stage))

@@ -14,6 +14,7 @@ from ..runtime.spec import DeploymentSpec, EksCluster, SecretRef
 from .addons import ADDON_CLASSES, HelmAddon
 from .autoscaler import QueueAutoscaler
 from .builders.addons import build_addons
+from .builders.karpenter import build_karpenter_objects, is_karpenter_pool
 from .builders.network import build_namespace
 from .builders.nodes import build_node_group
 from .kube import register_objects
@@ -68,12 +69,18 @@ class VllmStack(pulumi.ComponentResource):
         self.node_pools = []
         if isinstance(spec.cluster, EksCluster):
             for pool in spec.cluster.node_pools:
+                if is_karpenter_pool(pool):
+                    continue  # a NodePool (below): Karpenter or Auto Mode launches the nodes
                 node_pool = GpuNodePool(
                     pool.name, build_node_group(pool, spec.cluster.cluster_name, plans),
                     cluster_security_group_id=cluster_security_group_id, opts=after(),
                 )
                 self.node_pools.append(node_pool)
         nodes.extend(self.node_pools)
+        if isinstance(spec.cluster, EksCluster):
+            # Karpenter's CRDs come with Karpenter (installed on the cluster, or Auto Mode's own): no add-on to wait for.
+            for obj in build_karpenter_objects(spec.cluster, plans, labels).all:
+                nodes.extend(register_objects(f"karpenter-{obj['metadata']['name']}", [obj], self))
 
         releases = build_addons(spec, plans)
         if spec.cluster.mode == "render":

@@ -26,6 +26,7 @@ from pulumi_policy import (
 
 from .engine import check_resource, check_stack
 from .registry import CANNOT_CHECK_POLICY, Rule, Violation, all_rules
+from .rules_stack import managed_node_group_manifest
 from .workload import Resource
 
 _LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY,
@@ -86,7 +87,8 @@ def _stack_validation(rule: Rule) -> Any:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
         resources = []
         for item in args.resources:
-            obj = manifest_from_props(item.resource_type, item.props, item.name)
+            obj = (manifest_from_props(item.resource_type, item.props, item.name)
+                   or managed_node_group_manifest(item.resource_type, plain(item.props), item.name))
             if obj is not None:
                 resources.append(Resource(obj, item.urn))
         if not resources:

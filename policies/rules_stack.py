@@ -3,10 +3,15 @@ Services and monitors against the pods they select."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from vllm_pulumi.runtime.derive import MIN_COOLDOWN_SECONDS
+from vllm_pulumi.runtime.errors import PlanningError
+from vllm_pulumi.runtime.gpus import find_gpu
+from vllm_pulumi.runtime.instances import find_instance
+from vllm_pulumi.runtime.nodes import INSTANCE_TYPE_LABEL, NODE_POOL_LABEL, node_labels
 
 from .registry import Setting, Violation, rule
 from .rules_workload import container_port, server_has_api_key, vllm_port
@@ -506,3 +511,210 @@ def network_policy_admits_prometheus(resources: Sequence[Resource],
                 f"add an ingress rule from namespaceSelector kubernetes.io/metadata.name in [{', '.join(namespaces)}] "
                 f"to port {port}", resource=workload,
             )
+
+
+# ---- GPU node pools: Karpenter NodePools (and EKS managed node groups) against the GPU pods -------------------------
+# Node labels whose values Karpenter knows for every node a NodePool may launch even when the NodePool does not
+# constrain them (well-known labels of Karpenter core and its AWS provider, and of EKS Auto Mode): a pod may select any
+# value. The instance-* labels of the providers are all well-known.
+_KARPENTER_WELL_KNOWN = frozenset({
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "topology.k8s.aws/zone-id",
+    "node.kubernetes.io/instance-type", "kubernetes.io/arch", "kubernetes.io/os", "karpenter.sh/capacity-type",
+    "node.kubernetes.io/windows-build",
+})
+_KARPENTER_WELL_KNOWN_PREFIXES = ("karpenter.k8s.aws/", "eks.amazonaws.com/")
+_NODE_POOL_KINDS = ("NodePool",)
+MANAGED_NODE_GROUP_KIND = "ManagedNodeGroup"
+"""The policy pack's stand-in for an EKS managed node group (aws:eks/nodeGroup:NodeGroup; policies/pack.py): its
+node labels in spec.labels, which include the GFD and kubelet labels its instance type gives every node."""
+
+
+def managed_node_group_manifest(resource_type: str, props: Mapping[str, Any], name: str = "") -> dict[str, Any] | None:
+    """The stand-in object for an EKS managed node group resource (pulumi-aws ``aws:eks/nodeGroup:NodeGroup``): the
+    labels its nodes carry, from the group's labels and, for an instance type of the GPU facts, the labels the
+    kubelet and GPU Feature Discovery set (runtime.nodes.node_labels). None for any other resource."""
+    if resource_type != "aws:eks/nodeGroup:NodeGroup":
+        return None
+    labels = {str(k): str(v) for k, v in mapping(props.get("labels")).items()}
+    types = strings(props.get("instanceTypes") or props.get("instance_types"))
+    if len(types) == 1:
+        try:
+            instance = find_instance(types[0])
+        except PlanningError:
+            labels[INSTANCE_TYPE_LABEL] = types[0]
+        else:
+            ami = str(props.get("amiType") or props.get("ami_type") or "")
+            labels = node_labels(labels.get(NODE_POOL_LABEL, name), find_gpu(instance.gpu_id), instance.gpus,
+                                 instance.instance_type, "arm64" if "_ARM_" in ami else "amd64", labels)
+    group = str(props.get("nodeGroupName") or props.get("node_group_name") or name)
+    return {"apiVersion": "vllm-pulumi.dev/v1", "kind": MANAGED_NODE_GROUP_KIND, "metadata": {"name": group},
+            "spec": {"labels": labels}}
+
+
+def _pool_labels_and_requirements(pool: Resource) -> tuple[dict[str, str], dict[str, set[str] | None], bool]:
+    """(labels every node of the pool carries, key -> allowed values (None: any) of its requirements, whether keys
+    it does not mention may still be selected: well-known labels on a NodePool)."""
+    if pool.kind == MANAGED_NODE_GROUP_KIND:
+        return {str(k): str(v) for k, v in mapping(pool.spec.get("labels")).items()}, {}, False
+    template = mapping(pool.spec.get("template"))
+    labels = {str(k): str(v) for k, v in mapping(mapping(template.get("metadata")).get("labels")).items()}
+    labels["karpenter.sh/nodepool"] = pool.name
+    requirements: dict[str, set[str] | None] = {}
+    for item in sequence(mapping(template.get("spec")).get("requirements")):
+        item = mapping(item)
+        key, operator = str(item.get("key")), item.get("operator")
+        requirements[key] = set(strings(item.get("values"))) if operator == "In" else None
+    return labels, requirements, True
+
+
+def _allowed_values(key: str, labels: Mapping[str, str], requirements: Mapping[str, set[str] | None],
+                    well_known_open: bool) -> set[str] | None:
+    """Values of ``key`` a node of the pool may carry: a set, None for any, or an empty set for none."""
+    if key in labels:
+        return {labels[key]}
+    if key in requirements:
+        return requirements[key]
+    if well_known_open and (key in _KARPENTER_WELL_KNOWN or key.startswith(_KARPENTER_WELL_KNOWN_PREFIXES)):
+        return None
+    if not well_known_open and key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone",
+                                       "topology.kubernetes.io/region"):
+        return None  # the kubelet sets them on every node, with values unknown before the node exists
+    return set()
+
+
+def pool_admits(pool: Resource, pod_spec: Mapping[str, Any]) -> bool:
+    """Could a node of this pool satisfy the pod's nodeSelector and required node affinity? Only In and Exists are
+    judged; other operators are assumed satisfiable (no finding without certainty)."""
+    labels, requirements, open_ = _pool_labels_and_requirements(pool)
+    for key, value in mapping(pod_spec.get("nodeSelector")).items():
+        allowed = _allowed_values(str(key), labels, requirements, open_)
+        if allowed is not None and str(value) not in allowed:
+            return False
+    affinity = mapping(mapping(mapping(pod_spec.get("affinity")).get("nodeAffinity"))
+                       .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = [mapping(term) for term in sequence(affinity.get("nodeSelectorTerms"))]
+    if not terms:
+        return True
+
+    def term_ok(term: Mapping[str, Any]) -> bool:
+        for expression in sequence(term.get("matchExpressions")):
+            expression = mapping(expression)
+            allowed = _allowed_values(str(expression.get("key")), labels, requirements, open_)
+            operator = expression.get("operator")
+            if operator == "In" and allowed is not None and not allowed & set(strings(expression.get("values"))):
+                return False
+            if operator == "Exists" and allowed == set():
+                return False
+        return True
+
+    return any(term_ok(term) for term in terms)
+
+
+def _gpu_node_pools(resources: Sequence[Resource]) -> list[Resource]:
+    return [r for r in resources if r.kind in (*_NODE_POOL_KINDS, MANAGED_NODE_GROUP_KIND)]
+
+
+def _gpu_pod_templates(resources: Sequence[Resource]) -> Iterator[tuple[Resource, PodTemplate]]:
+    for res in resources:
+        for template in res.templates:
+            if template.gpus > 0:
+                yield res, template
+
+
+@rule(
+    "gpu-pod-matches-a-node-pool", group="Placement", enforcement="mandatory", severity="high", scope="stack",
+    kinds=("NodePool", MANAGED_NODE_GROUP_KIND, "Deployment", "StatefulSet", "LeaderWorkerSet", "Pod", "Job"),
+    description="When the stack declares GPU node pools (Karpenter / EKS Auto Mode NodePools, or EKS managed node "
+                "groups in the policy pack), every pod that requests nvidia.com/gpu has a nodeSelector and required "
+                "node affinity that a node of one of them can satisfy.",
+    why="Karpenter launches a node only for a Pending pod that some NodePool can satisfy, judging by the labels the "
+        "NodePool declares (template labels, requirements, well-known labels). A selector on a label only a running "
+        "node gets (GPU Feature Discovery's nvidia.com/gpu.product) or on another pool's value leaves the pod "
+        "Pending forever while the GPU nodes scale from zero, and nothing reports an error.",
+    fix="Select the pool by a label of its NodePool template (vllm-pulumi.dev/node-pool) and the GPU by "
+        "karpenter.k8s.aws/instance-gpu-name (eks.amazonaws.com/instance-gpu-name on Auto Mode), with values the "
+        "NodePool's requirements allow.",
+)
+def gpu_pod_matches_a_node_pool(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    pools = _gpu_node_pools(resources)
+    if not pools:
+        return  # the pools are not in this input (node groups made elsewhere): nothing to compare against
+    names = ", ".join(f"{p.kind} {p.name}" for p in pools)
+    for res, template in _gpu_pod_templates(resources):
+        if any(pool_admits(pool, template.spec) for pool in pools):
+            continue
+        selector = mapping(template.spec.get("nodeSelector"))
+        yield Violation(
+            f"{res.describe()} {template.path} requests GPUs, but no declared pool ({names}) can launch or has a node "
+            f"matching its nodeSelector {dict(selector)} and required node affinity: it stays Pending",
+            "select a NodePool's template label and values its requirements allow (e.g. nodeSelector "
+            "vllm-pulumi.dev/node-pool: <pool>, affinity karpenter.k8s.aws/instance-gpu-name In [<gpu>])",
+            resource=res,
+        )
+
+
+def _is_gpu_node_pool(pool: Resource) -> bool:
+    template_spec = mapping(mapping(pool.spec.get("template")).get("spec"))
+    if any(mapping(t).get("key") == "nvidia.com/gpu" for t in sequence(template_spec.get("taints"))):
+        return True
+    if "nvidia.com/gpu" in mapping(pool.spec.get("limits")):
+        return True
+    gpu_keys = ("karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
+                "eks.amazonaws.com/instance-gpu-count", "eks.amazonaws.com/instance-gpu-name")
+    return any(mapping(r).get("key") in gpu_keys for r in sequence(template_spec.get("requirements")))
+
+
+def _duration_seconds(text: str) -> int | None:
+    """A Karpenter duration (``90s``, ``5m``, ``1h30m``) in seconds; None for Never or an unreadable value."""
+    if not re.fullmatch(r"([0-9]+[smh])+", text):
+        return None
+    return sum(int(number) * {"s": 1, "m": 60, "h": 3600}[unit] for number, unit in re.findall(r"([0-9]+)([smh])", text))
+
+
+@rule(
+    "gpu-nodepool-consolidation", group="Placement", enforcement="mandatory", severity="high", scope="stack",
+    kinds=("NodePool", "Deployment", "StatefulSet", "LeaderWorkerSet", "Pod"),
+    description="A GPU NodePool consolidates only empty nodes (consolidationPolicy WhenEmpty; Karpenter's default is "
+                "WhenEmptyOrUnderutilized) and waits consolidateAfter at least the startup budget of the vLLM pods "
+                "it runs.",
+    why="WhenEmptyOrUnderutilized lets Karpenter delete a GPU node to repack its pods onto others: each moved vLLM pod "
+        "loads its weights again (minutes of lost capacity, in-flight requests cut). A consolidateAfter shorter than "
+        "a load removes a node the autoscaler's next replica would have needed, which then waits for a new node and "
+        "a full load.",
+    fix="Set spec.disruption.consolidationPolicy: WhenEmpty and consolidateAfter to at least the startup budget "
+        "(the vllm-pulumi.dev/startup-budget-seconds annotation, or weights / read speed + engine init).",
+    settings={"default_storage_kind": Setting(
+        "local-nvme", "Storage assumed for a model read from a mounted path when the storage-kind annotation is "
+                      "absent (for the startup budget).")},
+)
+def gpu_nodepool_consolidation(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    from .facts import startup_budget_for
+
+    for pool in (r for r in resources if r.kind in _NODE_POOL_KINDS and _is_gpu_node_pool(r)):
+        disruption = mapping(pool.spec.get("disruption"))
+        policy = str(disruption.get("consolidationPolicy") or "WhenEmptyOrUnderutilized")
+        if policy != "WhenEmpty":
+            yield Violation(
+                f"spec.disruption.consolidationPolicy is {policy}: Karpenter may delete a GPU node with vLLM pods on "
+                "it to repack them, and each reloads its model",
+                "set spec.disruption.consolidationPolicy: WhenEmpty", resource=pool)
+        after_text = str(disruption.get("consolidateAfter", "0s"))
+        after = _duration_seconds(after_text)
+        if after is None:
+            continue  # Never: empty nodes are kept
+        budgets = [(startup_budget_for(res, server, settings).seconds, res)
+                   for res in resources if res.kind in SERVING_WORKLOAD_KINDS
+                   for template in res.templates if template.gpus > 0 and pool_admits(pool, template.spec)
+                   for server in res.servers]
+        known = [(seconds, res) for seconds, res in budgets if seconds is not None]
+        if not known:
+            continue
+        needed, slowest = max(known, key=lambda item: item[0])
+        if after < needed:
+            yield Violation(
+                f"spec.disruption.consolidateAfter {after_text} ({after} s) is shorter than the startup budget of "
+                f"{slowest.describe()} ({needed} s): an empty GPU node goes before a new replica could have loaded",
+                f"set spec.disruption.consolidateAfter: {needed}s", resource=pool)
+
+
+SERVING_WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "Pod"})

@@ -674,10 +674,12 @@ def kv_cache_concurrency(res: Resource, settings: Mapping[str, Any]) -> Iterator
 @rule(
     "gpu-product-selector", group="Placement", enforcement="mandatory", severity="medium", kinds=SERVING,
     description=f"GPU pods of a vLLM workload select the GPU model with a {GPU_PRODUCT_LABEL} nodeSelector or "
-                "required node affinity.",
+                "required node affinity (on Karpenter or EKS Auto Mode nodes: their instance-gpu-name label).",
     why="Memory, KV-cache capacity and probe budgets were sized for one GPU; on a smaller one the engine runs out of "
         "memory or its KV cache no longer fits max-model-len.",
-    fix=f"Add nodeSelector: {{{GPU_PRODUCT_LABEL}: <GFD product label, e.g. NVIDIA-H100-80GB-HBM3>}}.",
+    fix=f"Add nodeSelector: {{{GPU_PRODUCT_LABEL}: <GFD product label, e.g. NVIDIA-H100-80GB-HBM3>}}; for a "
+        "Karpenter NodePool, karpenter.k8s.aws/instance-gpu-name (e.g. h100), which Karpenter knows before the node "
+        "exists.",
 )
 def gpu_product_selector(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
     if not res.is_vllm:

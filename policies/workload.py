@@ -17,11 +17,14 @@ from typing import Any
 
 from vllm_pulumi.runtime import annotations as ann
 from vllm_pulumi.runtime.errors import PlanningError
-from vllm_pulumi.runtime.gpus import GpuFacts, find_gpu
+from vllm_pulumi.runtime.gpus import GPUS, GpuFacts, find_gpu
+from vllm_pulumi.runtime.nodes import AUTO_MODE_GPU_NAME_LABEL, KARPENTER_GPU_NAME_LABEL
 from vllm_pulumi.runtime.models import ModelFacts, catalog_id_for, catalog_model, parse_config
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+INSTANCE_GPU_NAME_LABELS = (KARPENTER_GPU_NAME_LABEL, AUTO_MODE_GPU_NAME_LABEL)
+"""Node labels Karpenter (AWS provider) and EKS Auto Mode set to the EC2 GPU name of the instance."""
 LWS_API_GROUP = "leaderworkerset.x-k8s.io"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
@@ -396,22 +399,36 @@ def gpu_from_label(label: str) -> GpuFacts | None:
         return None
 
 
-def _affinity_products(spec: dict[str, Any]) -> list[str]:
+def _affinity_values(spec: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
     node_affinity = mapping(mapping(spec.get("affinity")).get("nodeAffinity"))
     required = mapping(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
-    products: list[str] = []
+    values: list[str] = []
     for term in sequence(required.get("nodeSelectorTerms")):
         for expression in sequence(mapping(term).get("matchExpressions")):
             expression = mapping(expression)
-            if expression.get("key") == GPU_PRODUCT_LABEL and expression.get("operator") == "In":
-                products += strings(expression.get("values"))
-    return products
+            if expression.get("key") in keys and expression.get("operator") == "In":
+                values += strings(expression.get("values"))
+    return values
+
+
+def _selected(spec: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+    """Values the pod requires for any of these node labels, by nodeSelector or required node affinity."""
+    selector = mapping(spec.get("nodeSelector"))
+    return [str(selector[key]) for key in keys if selector.get(key)] + _affinity_values(spec, keys)
+
+
+def _products_of_ec2_gpu_name(name: str) -> list[str]:
+    """GFD product labels of the catalog GPUs EC2 names so (``a100`` is both sizes); the name itself when unknown."""
+    return [gpu.product_label for gpu in GPUS if gpu.aws_gpu_name == name] or [name]
 
 
 def gpu_products(spec: dict[str, Any]) -> list[str]:
-    """GPU product labels the pod is pinned to, by nodeSelector or required node affinity."""
-    selected = mapping(spec.get("nodeSelector")).get(GPU_PRODUCT_LABEL)
-    return ([str(selected)] if selected else []) + _affinity_products(spec)
+    """GPU product labels the pod is pinned to, by nodeSelector or required node affinity: GFD's product label, or
+    the instance-gpu-name label Karpenter and EKS Auto Mode set (translated to product labels)."""
+    products = _selected(spec, (GPU_PRODUCT_LABEL,))
+    for name in _selected(spec, INSTANCE_GPU_NAME_LABELS):
+        products += _products_of_ec2_gpu_name(name)
+    return products
 
 
 @dataclass

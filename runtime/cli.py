@@ -108,7 +108,8 @@ def placement_report(plan: ServingPlan) -> dict[str, object]:
     shape, rollout = plan.node_shape, plan.rollout
     return {
         "node_shape": {
-            "pool": shape.pool, "stated": shape.stated, "basis": shape.basis, "gpu": shape.gpu.id,
+            "pool": shape.pool, "provisioner": shape.provisioner, "gpu_names": list(shape.gpu_names),
+            "stated": shape.stated, "basis": shape.basis, "gpu": shape.gpu.id,
             "gpus": shape.gpus, "instance_type": shape.instance_type,
             "capacity_cpu_millicores": shape.capacity_cpu_millicores,
             "capacity_memory_mib": shape.capacity_memory_mib,
@@ -126,6 +127,20 @@ def placement_report(plan: ServingPlan) -> dict[str, object]:
     }
 
 
+PROVISIONING = {
+    "managed-node-group": "EKS managed node group {pool} (fixed size between min_size and max_size)",
+    "karpenter": "Karpenter NodePool {pool} with its EC2NodeClass: nodes launched for Pending pods, GPUs {names}",
+    "auto-mode": "EKS Auto Mode NodePool {pool} on the built-in NodeClass default: nodes launched for Pending pods, "
+                 "GPUs {names}",
+    "existing": "nodes the stack does not provision ({pool})",
+}
+
+
+def _provisioning(shape: dict[str, Any]) -> str:
+    return f"{shape['provisioner']}: " + PROVISIONING[shape["provisioner"]].format(
+        pool=shape["pool"], names="/".join(shape["gpu_names"]))
+
+
 def _placement_table(report: dict[str, object]) -> str:
     shape: dict[str, Any] = report["node_shape"]  # type: ignore[assignment]
     pod: dict[str, Any] = report["pod_requests"]  # type: ignore[assignment]
@@ -137,6 +152,7 @@ def _placement_table(report: dict[str, object]) -> str:
         f"  node shape                 {'stated' if shape['stated'] else 'ASSUMED'}: pool {shape['pool']}, "
         f"{count} node(s) of {kind}{shape['gpus']} x {shape['gpu']}",
         f"    basis                    {shape['basis']}",
+        f"    provisioning             {_provisioning(shape)}",
         f"    allocatable per node     {shape['allocatable_cpu_millicores'] / 1000:g} CPU, "
         f"{shape['allocatable_memory_mib'] / 1024:,.1f} GiB memory, {shape['allocatable_ephemeral_storage_gib']} "
         f"GiB disk, {shape['max_pods']} pods",

@@ -23,6 +23,7 @@ from .nodes import (
     Resources,
     base_shape_for,
     distinct_pools,
+    pool_instances,
     state_nodes_hint,
     stated_shapes,
     with_node_count,
@@ -599,8 +600,12 @@ def _stated_node_issues(spec: DeploymentSpec, prefix: str) -> list[PlanningError
     issues = []
     entries: list[tuple[str, str | None, str | None]]
     if isinstance(spec.cluster, EksCluster):
-        entries = [(f"cluster.node_pools[{j}]", pool.instance_type, None)
-                   for j, pool in enumerate(spec.cluster.node_pools)]
+        for j, pool in enumerate(spec.cluster.node_pools):
+            try:
+                pool_instances(pool)
+            except PlanningError as error:
+                issues.append(error.at(f"{prefix}cluster.node_pools[{j}].{error.setting}"))
+        return issues
     else:
         entries = [(f"cluster.nodes[{j}]", nodes.instance_type, nodes.gpu)
                    for j, nodes in enumerate(spec.cluster.nodes)]

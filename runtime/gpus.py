@@ -50,6 +50,12 @@ class GpuFacts:
         return {instance.instance_type: instance.gpus for instance in instances_with(self.id)}
 
     @property
+    def aws_gpu_name(self) -> str | None:
+        """The GPU's name in EC2 DescribeInstanceTypes, lower-kebab-cased as Karpenter's and Auto Mode's
+        ``instance-gpu-name`` node labels carry it; None when no EC2 instance carries the GPU."""
+        return AWS_GPU_NAMES.get(self.id)
+
+    @property
     def max_gpus_per_node(self) -> int:
         """Largest GPU count of one known node carrying this GPU (8 when no instance is listed: HGX/PCIe servers)."""
         return max(self.aws_instance_types.values(), default=8)
@@ -68,6 +74,12 @@ GPUS: tuple[GpuFacts, ...] = (
     GpuFacts("h200", "NVIDIA-H200", 143771, 4800, "nvlink", 900),
     GpuFacts("b200", "NVIDIA-B200", 183359, 8000, "nvlink", 1800),
 )
+
+# EC2's GpuInfo name of each GPU an instance carries (both A100 sizes are "A100"; the label is lower-case).
+AWS_GPU_NAMES: dict[str, str] = {
+    "a10g": "a10g", "l4": "l4", "l40s": "l40s", "a100-40gb": "a100", "a100-80gb": "a100", "h100-sxm": "h100",
+    "h200": "h200", "b200": "b200",
+}
 
 _BY_KEY: dict[str, GpuFacts] = {}
 for _gpu in GPUS:

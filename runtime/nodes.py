@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from .errors import PlanningError
 from .gpus import GpuFacts, find_gpu
-from .instances import InstanceFacts, find_instance, instances_with
+from .instances import INSTANCES, InstanceFacts, find_instance, instances_with
 from .spec import DeploymentSpec, EksCluster, GpuNodePoolSpec, GpuNodesSpec
 
 # ---- labels and taints a GPU node carries ---------------------------------------------------------------------------
@@ -42,6 +42,17 @@ ARCH_LABEL = "kubernetes.io/arch"
 OS_LABEL = "kubernetes.io/os"
 GPU_TAINT: dict[str, str] = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 """Keeps pods that do not ask for GPUs off GPU nodes; the serving pods tolerate it."""
+# Labels Karpenter (sigs.k8s.io/karpenter pkg/apis/v1/labels.go, karpenter-provider-aws pkg/apis/v1/labels.go) and
+# EKS Auto Mode put on the nodes they launch. Karpenter knows their values before a node exists, so a pod that
+# selects by them (or by a label of the NodePool's template) can make it launch one; GFD's nvidia.com/gpu.product
+# appears only after the node runs, so a Karpenter pool's pods must not select by it.
+KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"
+KARPENTER_GPU_NAME_LABEL = "karpenter.k8s.aws/instance-gpu-name"
+KARPENTER_GPU_COUNT_LABEL = "karpenter.k8s.aws/instance-gpu-count"
+AUTO_MODE_GPU_NAME_LABEL = "eks.amazonaws.com/instance-gpu-name"
+AUTO_MODE_GPU_COUNT_LABEL = "eks.amazonaws.com/instance-gpu-count"
 
 # ---- sizes and the kubelet reserve ----------------------------------------------------------------------------------
 # Root disk of a GPU node: the vLLM image (~20 GB unpacked), containerd's copy while pulling, logs, and slack.
@@ -134,6 +145,11 @@ class NodeShape:
     """Where the numbers come from, for the plan's output."""
     extra_labels: dict[str, str] = field(default_factory=dict)
     """The labels the stack gives the pool (an EKS node group sets these and the pool label)."""
+    provisioner: str = "existing"
+    """Who launches the pool's nodes: GpuNodePoolSpec.provisioner for an EKS pool; ``existing`` for nodes the stack
+    does not provision (cluster.nodes of a render or kubeconfig cluster, or assumed)."""
+    gpu_names: tuple[str, ...] = ()
+    """karpenter / auto-mode: the instance-gpu-name values of every type the NodePool may launch."""
 
     @property
     def allocatable(self) -> Resources:
@@ -199,15 +215,76 @@ def _instance_shape(pool: str, instance: InstanceFacts, disk_gib: int, *, max_po
                   setting=setting, count_setting=count_setting, local_nvme_gb=instance.local_nvme_gb, basis=basis)
 
 
+def pool_instances(pool: GpuNodePoolSpec) -> list[InstanceFacts]:
+    """The EC2 types a pool's nodes may be: instance_type, instance_types, or every known type carrying ``gpu``
+    (with ``gpus_per_node`` GPUs, else the most). Raises PlanningError at the pool's setting (relative path)."""
+    if pool.gpu is not None:
+        try:
+            gpu = find_gpu(pool.gpu)
+        except PlanningError as error:
+            raise error.at("gpu") from None
+        carrying = instances_with(gpu.id)
+        if not carrying:
+            raise PlanningError("gpu", pool.gpu, "no EC2 instance type carries this GPU",
+                                f"use one of {', '.join(sorted({i.gpu_id for i in INSTANCES}))}")
+        count = pool.gpus_per_node or max(i.gpus for i in carrying)
+        chosen = [i for i in carrying if i.gpus == count]
+        if not chosen:
+            raise PlanningError("gpus_per_node", pool.gpus_per_node, f"no EC2 type carries {count} {gpu.id}",
+                                f"use one of {sorted({i.gpus for i in carrying})}")
+        return chosen
+    names = pool.instance_types or ([pool.instance_type] if pool.instance_type else [])
+    setting = "instance_types" if pool.instance_types else "instance_type"
+    instances = []
+    for j, name in enumerate(names):
+        try:
+            instances.append(find_instance(name))
+        except PlanningError as error:
+            raise error.at(f"{setting}[{j}]" if pool.instance_types else setting) from None
+    counts = sorted({i.gpus for i in instances})
+    if len(counts) > 1:
+        raise PlanningError(setting, names, f"the types carry different GPU counts ({counts}); a serving pod asks "
+                            "for one count, so it would not fit the smaller nodes",
+                            "list types with the same GPU count, or make a pool per count")
+    return instances
+
+
+def pool_gpu_names(instances: list[InstanceFacts]) -> tuple[str, ...]:
+    """The instance-gpu-name label values of these types, sorted."""
+    return tuple(sorted({find_gpu(i.gpu_id).aws_gpu_name or i.gpu_id for i in instances}))
+
+
+def karpenter_node_labels(pool: GpuNodePoolSpec, instance: InstanceFacts) -> dict[str, str]:
+    """What Karpenter or Auto Mode adds on a node of this pool beyond the node group's labels."""
+    gpu = find_gpu(instance.gpu_id)
+    name_label, count_label = ((AUTO_MODE_GPU_NAME_LABEL, AUTO_MODE_GPU_COUNT_LABEL) if pool.provisioner == "auto-mode"
+                               else (KARPENTER_GPU_NAME_LABEL, KARPENTER_GPU_COUNT_LABEL))
+    return {KARPENTER_NODEPOOL_LABEL: pool.name, name_label: gpu.aws_gpu_name or gpu.id,
+            count_label: str(instance.gpus)}
+
+
 def pool_shape(pool: GpuNodePoolSpec, index: int) -> NodeShape:
-    """An EKS node pool's node: the instance type's facts and the root disk the node group gets."""
+    """An EKS node pool's node: the instance type's facts and the root disk the node group gets.
+
+    A Karpenter or Auto Mode pool may launch several types. Its GPU is the one with the least memory (the engine's
+    plan then holds on whichever GPU Karpenter gets); its host the largest of those types, since Karpenter launches
+    only a type that fits the Pending pod's CPU and memory requests."""
     setting = f"cluster.node_pools[{index}]"
-    return _instance_shape(
-        pool.name, find_instance(pool.instance_type), pool.disk_size_gib or NODE_DISK_GIB,
-        arch="arm64" if "_ARM_" in pool.ami_type else "amd64", extra_labels=pool.labels,
-        min_nodes=pool.min_size, max_nodes=pool.max_size, setting=setting, count_setting=f"{setting}.max_size",
-        basis=f"EC2 {pool.instance_type} (node pool {pool.name})",
+    instances = pool_instances(pool)
+    instance = min(instances, key=lambda i: (find_gpu(i.gpu_id).memory_mib, -i.vcpus, -i.memory_gib, i.instance_type))
+    managed = pool.provisioner == "managed-node-group"
+    extra = dict(pool.labels) if managed else {**pool.labels, **karpenter_node_labels(pool, instance)}
+    gpus = 0 if managed else (pool.max_gpus or pool.max_size * instance.gpus)
+    shape = _instance_shape(
+        pool.name, instance, pool.disk_size_gib or NODE_DISK_GIB,
+        arch="arm64" if "_ARM_" in pool.ami_type else "amd64", extra_labels=extra,
+        min_nodes=pool.min_size, max_nodes=pool.max_size if managed else gpus // instance.gpus, setting=setting,
+        count_setting=f"{setting}.{'max_size' if managed or pool.max_gpus is None else 'max_gpus'}",
+        basis=(f"EC2 {instance.instance_type} (node pool {pool.name})" if managed else
+               f"EC2 {instance.instance_type}, the planning basis of {', '.join(i.instance_type for i in instances)} "
+               f"(node pool {pool.name}, {pool.provisioner})"),
     )
+    return replace(shape, provisioner=pool.provisioner, gpu_names=() if managed else pool_gpu_names(instances))
 
 
 def stated_nodes_shape(nodes: GpuNodesSpec, index: int) -> NodeShape:

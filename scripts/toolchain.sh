@@ -804,22 +804,30 @@ CRD_FILES=(
     "github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
     "github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml"
     "github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"
+    "sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodepools.yaml KARPENTER_GO_TOOLCHAIN"
+    "sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodeclaims.yaml KARPENTER_GO_TOOLCHAIN"
+    "github.com/aws/karpenter-provider-aws KARPENTER_AWS_VERSION pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml KARPENTER_GO_TOOLCHAIN"
 )
+# An optional fourth field names the pin of the Go toolchain a module's go.mod asks for (else the installed one).
 CRD_DIR=$CACHE/crds
 
 build_crds() {
-    local key="crds lws $LWS_VERSION keda $KEDA_VERSION prometheus-operator $PROMETHEUS_OPERATOR_VERSION" entry
+    local key="crds lws $LWS_VERSION keda $KEDA_VERSION prometheus-operator $PROMETHEUS_OPERATOR_VERSION karpenter $KARPENTER_VERSION karpenter-aws $KARPENTER_AWS_VERSION $KARPENTER_GO_TOOLCHAIN" entry
     if stamp_ok crds "$key" && [ -f "$CRD_DIR/SOURCES.tsv" ]; then say "CRDs cached in $CRD_DIR"; return; fi
-    begin crds "(lws $LWS_VERSION, keda $KEDA_VERSION, prometheus-operator $PROMETHEUS_OPERATOR_VERSION)"
+    begin crds "(lws $LWS_VERSION, keda $KEDA_VERSION, prometheus-operator $PROMETHEUS_OPERATOR_VERSION, karpenter $KARPENTER_VERSION, karpenter-provider-aws $KARPENTER_AWS_VERSION)"
     mkdir -p "$SRC"
     rm -rf "$CRD_DIR.new"
     mkdir -p "$CRD_DIR.new"
     printf 'file\tmodule\tversion\tpath\n' >"$CRD_DIR.new/SOURCES.tsv"
     for entry in "${CRD_FILES[@]}"; do
-        local mod var path dir version
-        read -r mod var path <<<"$entry"
+        local mod var path toolchain dir version
+        read -r mod var path toolchain <<<"$entry"
         version=v${!var}
-        dir=$(go_mod_dir "$mod" "$version")
+        if [ -n "$toolchain" ]; then
+            dir=$(GOTOOLCHAIN=${!toolchain} go_mod_dir "$mod" "$version")
+        else
+            dir=$(go_mod_dir "$mod" "$version")
+        fi
         [ -f "$dir/$path" ] || die "$mod@$version has no $path"
         run install -m 0644 "$dir/$path" "$CRD_DIR.new/$(basename "$path")"
         printf '%s\t%s\t%s\t%s\n' "$(basename "$path")" "$mod" "$version" "$path" >>"$CRD_DIR.new/SOURCES.tsv"

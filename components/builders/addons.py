@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...runtime.derive import ServingPlan
-from ...runtime.spec import AddonSpec, DeploymentSpec, GpuOperatorSpec, ObservabilitySpec
+from ...runtime.spec import AddonSpec, DeploymentSpec, EksCluster, GpuOperatorSpec, ObservabilitySpec
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,11 @@ GPU_OPERATOR_CHART = ChartRef("gpu-operator", "gpu-operator", "https://helm.ngc.
 KEDA_CHART = ChartRef("keda", "keda", "https://kedacore.github.io/charts", "2.21.0", "keda")
 # LWS 0.8: v1 API with rolloutStrategy.maxSurge and the hpaPodSelector scale subresource KEDA targets.
 LWS_CHART = ChartRef("lws", "oci://registry.k8s.io/lws/charts/lws", None, "0.8.0", "lws-system")
+
+# Karpenter is not installed by the stacks (it runs before any GPU node exists, usually from the cluster's own
+# infrastructure code); this is the release the rendered NodePools and EC2NodeClasses are validated against
+# (scripts/toolchain.versions KARPENTER_AWS_VERSION, whose CRDs the tests read; a test keeps them equal).
+KARPENTER_CHART = ChartRef("karpenter", "oci://public.ecr.aws/karpenter/karpenter", None, "1.15.0", "kube-system")
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -53,12 +59,19 @@ def gpu_operator_driver_enabled(spec: GpuOperatorSpec, cluster_mode: str) -> boo
     return cluster_mode != "eks"
 
 
-def gpu_operator_values(spec: GpuOperatorSpec, cluster_mode: str, observability: ObservabilitySpec) -> dict[str, Any]:
-    on_host = not gpu_operator_driver_enabled(spec, cluster_mode)
+def gpu_operator_values(spec: GpuOperatorSpec, cluster_mode: str, observability: ObservabilitySpec,
+                        provisioners: Sequence[str] = ()) -> dict[str, Any]:
+    """``provisioners``: of the stack's GPU pools. EKS Auto Mode nodes come with the NVIDIA driver, container toolkit
+    and device plugin, managed by AWS; a second device plugin would advertise the same GPUs twice, so on Auto Mode the
+    operator runs only GPU Feature Discovery and the DCGM exporter (the spec refuses mixing Auto Mode with other pools
+    while the operator is installed). Karpenter nodes on the EKS NVIDIA AMIs are like managed node groups: driver and
+    toolkit off, device plugin on."""
+    auto_mode = bool(provisioners) and all(kind == "auto-mode" for kind in provisioners)
+    on_host = auto_mode or not gpu_operator_driver_enabled(spec, cluster_mode)
     values: dict[str, Any] = {
         "driver": {"enabled": not on_host},
         "toolkit": {"enabled": not on_host},
-        "devicePlugin": {"enabled": True},
+        "devicePlugin": {"enabled": not auto_mode},
         # GPU Feature Discovery writes nvidia.com/gpu.product, which the vLLM pods select nodes by.
         "gfd": {"enabled": True},
         "nfd": {"enabled": True},
@@ -87,6 +100,11 @@ def lws_values(spec: AddonSpec) -> dict[str, Any]:
     return deep_merge({}, spec.values)
 
 
+def pool_provisioners(spec: DeploymentSpec) -> list[str]:
+    """The provisioner of each GPU pool the stack declares (none outside EKS)."""
+    return [pool.provisioner for pool in spec.cluster.node_pools] if isinstance(spec.cluster, EksCluster) else []
+
+
 @dataclass(frozen=True)
 class AddonRelease:
     """One Helm release to create: chart, values, and whether the stack installs it at all."""
@@ -104,7 +122,8 @@ def build_addons(spec: DeploymentSpec, plans: list[ServingPlan]) -> list[AddonRe
     """
     addons = spec.addons
     releases = [AddonRelease("gpu-operator", chart_for(GPU_OPERATOR_CHART, addons.gpu_operator),
-                             gpu_operator_values(addons.gpu_operator, spec.cluster.mode, spec.observability),
+                             gpu_operator_values(addons.gpu_operator, spec.cluster.mode, spec.observability,
+                                                 pool_provisioners(spec)),
                              addons.gpu_operator.install)]
     if any(plan.spec.autoscaling is not None for plan in plans):
         releases.append(AddonRelease("keda", chart_for(KEDA_CHART, addons.keda), keda_values(addons.keda),

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...runtime.derive import ServingPlan
 from ...runtime.gpus import gpu_for_instance_type
-from ...runtime.nodes import GPU_TAINT, NODE_DISK_GIB, pool_node_group_labels
+from ...runtime.nodes import GPU_TAINT, NODE_DISK_GIB, pool_instances, pool_node_group_labels
 from ...runtime.spec import GpuNodePoolSpec
 
 # EFA-capable network cards per instance type (EC2 instance facts); NCCL spreads traffic over all of them.
@@ -69,12 +69,14 @@ class NodeGroupDescription:
 
 def pool_is_multi_node(pool: GpuNodePoolSpec, plans: list[ServingPlan]) -> bool:
     """True when a model on this pool's GPU spans nodes (LWS), so NCCL crosses the network."""
-    gpu, _ = gpu_for_instance_type(pool.instance_type)
-    return any(plan.multi_node and plan.gpu.id == gpu.id for plan in plans)
+    gpus = {instance.gpu_id for instance in pool_instances(pool)}
+    return any(plan.multi_node and plan.gpu.id in gpus for plan in plans)
 
 
 def build_node_group(pool: GpuNodePoolSpec, cluster_name: str, plans: list[ServingPlan]) -> NodeGroupDescription:
-    gpu, count = gpu_for_instance_type(pool.instance_type)
+    instance_type = pool.instance_type
+    assert instance_type is not None  # the spec requires it for a managed node group
+    gpu, count = gpu_for_instance_type(instance_type)
     multi_node = pool_is_multi_node(pool, plans)
     efa = pool.efa if pool.efa is not None else multi_node
     placement = pool.placement_group if pool.placement_group is not None else efa
@@ -82,12 +84,12 @@ def build_node_group(pool: GpuNodePoolSpec, cluster_name: str, plans: list[Servi
     # Bottlerocket keeps images on its second (data) volume; AL2023 on the root volume.
     device = "/dev/xvdb" if pool.ami_type.startswith("BOTTLEROCKET") else "/dev/xvda"
     return NodeGroupDescription(
-        name=pool.name, cluster_name=cluster_name, instance_type=pool.instance_type, gpu_id=gpu.id,
+        name=pool.name, cluster_name=cluster_name, instance_type=instance_type, gpu_id=gpu.id,
         gpus_per_node=count, ami_type=pool.ami_type, capacity_type=pool.capacity_type,
         capacity_reservation_id=pool.capacity_reservation_id, min_size=pool.min_size,
         desired_size=pool.desired_size, max_size=pool.max_size, subnet_ids=list(pool.subnet_ids),
         node_role_arn=pool.node_role_arn, disk_size_gib=pool.disk_size_gib or NODE_DISK_GIB,
-        root_device_name=device, efa=efa, efa_interfaces=EFA_INTERFACES.get(pool.instance_type, 1) if efa else 0,
+        root_device_name=device, efa=efa, efa_interfaces=EFA_INTERFACES.get(instance_type, 1) if efa else 0,
         placement_group=placement, labels=labels, taints=[eks_taint(GPU_TAINT)],
     )
 

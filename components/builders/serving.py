@@ -22,6 +22,7 @@ from ...runtime.derive import (
 )
 from ...runtime.models import catalog_id_for
 from ...runtime.nodes import GPU_PRODUCT_LABEL, GPU_RESOURCE, GPU_TAINT
+from .karpenter import do_not_disrupt_annotations, karpenter_pod_scheduling
 from . import labels as lbl
 from .modelconfig import model_config_annotation
 from .secrets import (
@@ -247,9 +248,14 @@ def volumes(plan: ServingPlan) -> list[dict[str, Any]]:
 
 
 def scheduling(plan: ServingPlan) -> dict[str, Any]:
-    """Only nodes with the planned GPU; tolerate the GPU taint those nodes carry (runtime.nodes)."""
+    """Only nodes with the planned GPU; tolerate the GPU taint those nodes carry (runtime.nodes). On a Karpenter or
+    Auto Mode pool, by labels Karpenter knows before the node exists (builders/karpenter.py)."""
+    if plan.node_shape.provisioner in ("karpenter", "auto-mode"):
+        selection = karpenter_pod_scheduling(plan.node_shape)
+    else:
+        selection = {"nodeSelector": {GPU_PRODUCT_LABEL: plan.gpu.product_label}}
     return {
-        "nodeSelector": {GPU_PRODUCT_LABEL: plan.gpu.product_label},
+        **selection,
         "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
     }
 
@@ -292,7 +298,8 @@ def _server_container(plan: ServingPlan, name: str, command: list[str], args: li
 def _template(plan: ServingPlan, pod_labels: dict[str, str], spec: dict[str, Any], *,
               serves_metrics: bool = True) -> dict[str, Any]:
     """Pod template metadata; scrape annotations only where vLLM's HTTP server (and its /metrics) runs."""
-    annotations = {**(scrape_annotations(plan) if serves_metrics else {}), **project_annotations(plan)}
+    annotations = {**(scrape_annotations(plan) if serves_metrics else {}), **project_annotations(plan),
+                   **do_not_disrupt_annotations(plan.node_shape)}
     return {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": spec}
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ...runtime.derive import MODEL_MOUNT_PATH, ServingPlan
 from ...runtime.nodes import GPU_PRODUCT_LABEL, GPU_TAINT
+from .karpenter import karpenter_pod_scheduling
 from . import labels as lbl
 from .secrets import HF_TOKEN_SECRET_KEY, build_generated_secret, hf_token_secret_name, secret_env
 
@@ -129,7 +130,10 @@ def build_hydration_job(
     }
     if storage.kind == "local-nvme":
         # A node-local volume binds where its first pod runs: download on a node of the GPU that will serve it.
-        pod_spec["nodeSelector"] = {GPU_PRODUCT_LABEL: plan.gpu.product_label}
+        if plan.node_shape.provisioner in ("karpenter", "auto-mode"):
+            pod_spec.update(karpenter_pod_scheduling(plan.node_shape))
+        else:
+            pod_spec["nodeSelector"] = {GPU_PRODUCT_LABEL: plan.gpu.product_label}
         pod_spec["tolerations"] = [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}]
     annotations = {"pulumi.com/timeoutSeconds": str(HYDRATION_TIMEOUT_SECONDS)}
     if skip_await:

@@ -17,7 +17,7 @@ from vllm_pulumi.runtime.spec import SpecError, parse_deployment
 from .mocking import run_program_expecting_error
 
 ROOT = "vllm-pulumi:deployment"
-BASES = {name: read_stack_config(name) for name in ("local", "edge", "prod", "multinode")}
+BASES = {name: read_stack_config(name) for name in ("local", "edge", "prod", "multinode", "karpenter")}
 Path = tuple[str | int, ...]
 
 

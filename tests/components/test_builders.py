@@ -670,7 +670,7 @@ def test_s3_streaming_pods_run_as_the_named_service_account(case: str, model: di
     assert any("service_account_name" in warning for warning in serving_plan.warnings) == warns
 
 
-@pytest.mark.parametrize("stack_name", ["local", "edge", "prod", "multinode"])
+@pytest.mark.parametrize("stack_name", ["local", "edge", "prod", "multinode", "karpenter"])
 def test_service_monitor_selects_the_service_by_its_own_labels(stack_name: str) -> None:
     """The Prometheus Operator matches a ServiceMonitor's selector against Service labels, not the Service's pod
     selector: the multi-node stack's monitor once carried the LWS pod label and scraped nothing (simulated cluster)."""

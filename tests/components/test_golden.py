@@ -37,7 +37,7 @@ def render(objects: list[dict[str, Any]]) -> str:
 
 
 def test_reference_stacks_present() -> None:
-    assert {"local", "edge", "prod", "multinode"} <= set(STACKS)
+    assert {"local", "edge", "prod", "multinode", "karpenter"} <= set(STACKS)
 
 
 @pytest.mark.parametrize("stack", STACKS)

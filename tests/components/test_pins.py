@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_pulumi.components.builders.addons import KEDA_CHART, LWS_CHART
+from vllm_pulumi.components.builders.addons import KARPENTER_CHART, KEDA_CHART, LWS_CHART
 
 from ..toolchain import VERSIONS_FILE, pinned_versions
 
@@ -14,6 +14,8 @@ from ..toolchain import VERSIONS_FILE, pinned_versions
 @pytest.mark.parametrize(("chart_version", "pin"), [
     pytest.param(LWS_CHART.version, "LWS_VERSION", id="lws-chart-is-the-simulated-lws-controller"),
     pytest.param(KEDA_CHART.version, "KEDA_VERSION", id="keda-chart-is-the-keda-of-the-validated-crds"),
+    pytest.param(KARPENTER_CHART.version, "KARPENTER_AWS_VERSION",
+                 id="karpenter-chart-is-the-karpenter-of-the-validated-crds"),
 ])
 def test_chart_pins_match_what_the_tests_run(chart_version: str, pin: str) -> None:
     assert chart_version == pinned_versions()[pin], f"{pin} in {VERSIONS_FILE.name} differs from the chart the stacks install"

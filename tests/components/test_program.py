@@ -53,7 +53,9 @@ SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
-CUSTOM_TYPES = (SCALED_OBJECT, SERVICE_MONITOR, PROMETHEUS_RULE, LWS)
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+CUSTOM_TYPES = (SCALED_OBJECT, SERVICE_MONITOR, PROMETHEUS_RULE, LWS, NODE_POOL, EC2_NODE_CLASS)
 
 
 def applied_objects(monitor: RecordingMonitor) -> list[dict[str, Any]]:
@@ -82,6 +84,9 @@ def objs(registration: Registration) -> list[dict[str, Any]]:
                  id="eks-gpu-operator-and-keda"),
     pytest.param("multinode", {CONFIG_GROUP: 4, SCALED_OBJECT: 0, SERVICE_MONITOR: 1, LWS: 1, RELEASE: 2,
                                NODE_GROUP: 1}, id="eks-gpu-operator-and-lws"),
+    pytest.param("karpenter", {CONFIG_GROUP: 4, SCALED_OBJECT: 1, SERVICE_MONITOR: 1, LWS: 0, RELEASE: 2,
+                               NODE_GROUP: 0, NODE_POOL: 1, EC2_NODE_CLASS: 1},
+                 id="eks-karpenter-nodepool-instead-of-a-node-group"),
 ])
 def test_resource_counts_per_stack(stack: str, expected: dict[str, int]) -> None:
     monitor = run_stack(stack)
@@ -99,7 +104,7 @@ def test_kinds_in_config_groups_match_build_manifests() -> None:
 
 
 # ---- parents --------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("stack", ["local", "prod", "multinode"])
+@pytest.mark.parametrize("stack", ["local", "prod", "multinode", "karpenter"])
 def test_every_resource_has_one_of_our_components_as_parent(stack: str) -> None:
     monitor = run_stack(stack)
     by_urn = {r.urn: r for r in monitor.registrations}
@@ -149,7 +154,7 @@ def test_explicit_order(stack: str, model: str, addons: list[str]) -> None:
 
 
 # ---- secrets --------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("stack", ["prod", "multinode"])
+@pytest.mark.parametrize("stack", ["prod", "multinode", "karpenter"])
 def test_pulumi_secrets_never_appear_in_plain_text(stack: str) -> None:
     monitor = run_stack(stack)
     for registration in monitor.registrations:
@@ -262,7 +267,7 @@ def test_render_mode_never_creates_helm_releases() -> None:
     assert by_type(monitor, "vllm-pulumi:index:GpuOperator"), "the component stays, marked not installed"
 
 
-@pytest.mark.parametrize("stack", ["local", "edge", "prod", "multinode"])
+@pytest.mark.parametrize("stack", ["local", "edge", "prod", "multinode", "karpenter"])
 def test_the_program_applies_exactly_the_built_manifests(stack: str) -> None:
     from vllm_pulumi.components.manifests import build_manifests, load_stack
 

@@ -37,7 +37,7 @@ def _local() -> dict[str, object]:
     return copy.deepcopy(document["config"]["vllm-pulumi:deployment"])  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("stack", ["local", "edge", "prod", "multinode"])
+@pytest.mark.parametrize("stack", ["local", "edge", "prod", "multinode", "karpenter"])
 def test_preview_with_the_pack_passes_every_reference_stack(project: Path, stack: str) -> None:
     """Rendered, so no cluster or cloud is needed: the same objects the stack deploys, through the same pack."""
     deployment = _local() if stack == "local" else render_variant(stack)

@@ -36,6 +36,7 @@ VARIANTS: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "edge": ("edge", lambda raw: None),
     "prod": ("prod", lambda raw: None),
     "multinode": ("multinode", lambda raw: None),
+    "karpenter": ("karpenter", lambda raw: None),
     "edge-kv-cache-trigger": ("edge", _first_model(lambda m: m["autoscaling"].update(kv_cache_trigger=True))),
     "edge-scale-to-zero": ("edge", _first_model(
         lambda m: m["autoscaling"].update(min_replicas=0, scale_to_zero=True))),

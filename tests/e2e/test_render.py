@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.e2e, requires_engine]
 
 
 CASES = {"local": read_stack_config("local"), "multinode-render": render_variant("multinode"),
-         "prod-render": render_variant("prod")}
+         "prod-render": render_variant("prod"), "karpenter-render": render_variant("karpenter")}
 CASES["local"]["cluster"]["directory"] = "rendered/local"
 
 

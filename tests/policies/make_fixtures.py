@@ -452,6 +452,42 @@ fx(R, "passes", "no-network-policy", "No NetworkPolicy: nothing isolates the pod
 n4 = copy.deepcopy(np_); n4["spec"]["ingress"] = [{"from": [{"namespaceSelector": {}}]}]
 fx(R, "passes", "all-namespaces", "An empty namespaceSelector admits every namespace.", base("Deployment") + [n4])
 
+# ---- GPU node pools (issue 10): the karpenter reference stack's own NodePool and Deployment, then one change
+def kp(*kinds): return rendered("karpenter", *kinds)
+def nodepool(docs): return next(d for d in docs if d["kind"] == "NodePool")
+def kpod(docs): return dep(docs)["spec"]["template"]["spec"]
+
+R = "gpu-pod-matches-a-node-pool"
+d = kp("NodePool", "Deployment"); kpod(d)["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}; del kpod(d)["affinity"]
+fx(R, "fires", "gfd-product-selector-on-karpenter", "The node group habit on a Karpenter pool: GFD's nvidia.com/gpu.product exists only on a running node, so no NodePool can launch one and the pod stays Pending.", d)
+d = kp("NodePool", "Deployment"); kpod(d)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = ["a10g"]
+fx(R, "fires", "gpu-the-pool-does-not-have", "The pod asks for A10G nodes; the NodePool requires h100 or h200.", d)
+d = kp("NodePool", "Deployment"); kpod(d)["nodeSelector"] = {"vllm-pulumi.dev/node-pool": "p4d"}
+fx(R, "fires", "another-pools-label", "The pod selects pool p4d; the only NodePool's template says p5.", d)
+mng = {"apiVersion": "vllm-pulumi.dev/v1", "kind": "ManagedNodeGroup", "metadata": {"name": "ml-prod-l4"}, "spec": {"labels": {"vllm-pulumi.dev/node-pool": "l4", "nvidia.com/gpu.product": "NVIDIA-L4", "node.kubernetes.io/instance-type": "g6.4xlarge"}}}
+fx(R, "fires", "node-group-of-another-gpu", "The policy pack's stand-in for an EKS managed node group of L4 nodes; the pod wants an RTX 4090.", base("Deployment") + [copy.deepcopy(mng)])
+fx(R, "passes", "rendered", "What the karpenter stack renders: pool label of the NodePool template, instance-gpu-name In [h100, h200].", kp("NodePool", "Deployment"))
+d = kp("NodePool", "Deployment"); kpod(d)["nodeSelector"]["topology.kubernetes.io/zone"] = "us-east-1a"
+fx(R, "passes", "well-known-zone", "A zone the NodePool does not constrain: a well-known label, Karpenter picks a node in that zone.", d)
+d = kp("NodePool", "Deployment"); kpod(d)["nodeSelector"] = {"karpenter.sh/nodepool": "p5"}
+fx(R, "passes", "karpenter-nodepool-label", "karpenter.sh/nodepool set to the NodePool's name.", d)
+fx(R, "passes", "no-pools-declared", "The reference Deployment alone: the stack declares no pool to compare against.", base("Deployment"))
+d = base("Deployment") + [copy.deepcopy(mng)]; d[-1]["spec"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-GeForce-RTX-4090"
+fx(R, "passes", "node-group-with-the-gpu", "A managed node group whose nodes carry the GPU product the pod selects.", d)
+
+R = "gpu-nodepool-consolidation"
+d = kp("NodePool", "Deployment"); nodepool(d)["spec"]["disruption"]["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
+fx(R, "fires", "when-underutilized", "WhenEmptyOrUnderutilized: Karpenter may delete a GPU node to repack its vLLM pods.", d)
+d = kp("NodePool", "Deployment"); del nodepool(d)["spec"]["disruption"]
+fx(R, "fires", "default-policy", "No disruption block: Karpenter's default policy is WhenEmptyOrUnderutilized.", d)
+d = kp("NodePool", "Deployment"); nodepool(d)["spec"]["disruption"]["consolidateAfter"] = "1m"
+fx(R, "fires", "consolidate-after-shorter-than-load", "consolidateAfter 1m, but Llama 3.3 70B needs 392 s to load from FSx for Lustre.", d)
+fx(R, "passes", "rendered", "What the karpenter stack renders: WhenEmpty after the 392 s startup budget.", kp("NodePool", "Deployment"))
+d = kp("NodePool", "Deployment"); nodepool(d)["spec"]["disruption"]["consolidateAfter"] = "Never"
+fx(R, "passes", "never", "consolidateAfter Never: empty GPU nodes are kept.", d)
+d = kp("NodePool"); np_cpu = nodepool(d); np_cpu["metadata"]["name"] = "general"; np_cpu["spec"] = {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "general"}, "requirements": [{"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["m", "c"]}]}}, "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"}}
+fx(R, "passes", "cpu-nodepool", "A NodePool for CPU workloads: repacking is what it is for.", d)
+
 for (rule, kind, name), (desc, docs) in out.items():
     path = ROOT / rule / kind / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)

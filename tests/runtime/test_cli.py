@@ -77,7 +77,7 @@ def test_python_dash_m_runtime_runs_from_the_repo_root() -> None:
     assert json.loads(result.stdout)["model"] == "llama-3-8b"
 
 
-@pytest.mark.parametrize("stack", ["local", "edge", "prod", "multinode"])
+@pytest.mark.parametrize("stack", ["local", "edge", "prod", "multinode", "karpenter"])
 def test_stack_file_plans_every_model_as_the_program_derives_it(stack: str,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--stack-file", str(REPO / "stacks" / f"Pulumi.{stack}.yaml"), "--json"]) == 0

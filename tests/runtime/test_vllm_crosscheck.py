@@ -50,7 +50,7 @@ def _answers(python: str, config_root: str) -> list[dict[str, Any]]:
         (directory / "config.json").write_text(json.dumps(_language_model_config(config)))
         for tp, pp, kv in LAYOUTS:
             requests.append({"facts": {"config_dir": str(directory), "tp": tp, "pp": pp, "kv_cache_dtype": kv}})
-    for stack in ("local", "edge", "prod", "multinode"):
+    for stack in ("local", "edge", "prod", "multinode", "karpenter"):
         for plan in plan_deployment(_stack_spec(stack)):
             requests.append({"parse": plan.args})
     requests.append({"parse": EngineSettings(extra_args=[]).to_args("m") + ["--disable-graceful-shutdown"]})

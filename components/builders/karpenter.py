@@ -1,0 +1,271 @@
+"""GPU node pools launched by Karpenter or EKS Auto Mode: NodePools (karpenter.sh/v1), the EC2NodeClass
+(karpenter.k8s.aws/v1) of a Karpenter pool, and how serving pods select the pool.
+
+Everything comes from the pool spec and the GPU/instance facts (runtime/instances.py, runtime/gpus.py): the
+instance types, their GPU name and count, the architecture; capacity types in order of preference; the GPU limit;
+the nvidia.com/gpu taint; and disruption settings that never take a node whose model is still loading.
+
+Pods select a pool by ``vllm-pulumi.dev/node-pool`` (a label of the NodePool's template, which Karpenter knows before
+any node exists) and, with required node affinity, by the instance-gpu-name the NodePool requires. Both come from
+``pool_requirements`` below, so selector and pool cannot disagree (tests/components/test_karpenter.py checks it for
+every GPU of the catalog).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...runtime.derive import ServingPlan
+from ...runtime.nodes import (
+    ARCH_LABEL,
+    AUTO_MODE_GPU_COUNT_LABEL,
+    AUTO_MODE_GPU_NAME_LABEL,
+    CAPACITY_TYPE_LABEL,
+    DO_NOT_DISRUPT_ANNOTATION,
+    GPU_RESOURCE,
+    GPU_TAINT,
+    INSTANCE_TYPE_LABEL,
+    KARPENTER_GPU_COUNT_LABEL,
+    KARPENTER_GPU_NAME_LABEL,
+    NODE_DISK_GIB,
+    NODE_POOL_LABEL,
+    OS_LABEL,
+    NodeShape,
+    pool_gpu_names,
+    pool_instances,
+    pool_node_group_labels,
+)
+from ...runtime.spec import EksCluster, GpuNodePoolSpec
+from . import labels as lbl
+
+KARPENTER_API = "karpenter.sh/v1"
+EC2_NODE_CLASS_API = "karpenter.k8s.aws/v1"
+# EKS Auto Mode's built-in NodeClass: AWS keeps its AMI (with the NVIDIA driver and device plugin), subnets,
+# security groups and role; a NodePool of ours only points at it.
+AUTO_MODE_NODE_CLASS_REF = {"group": "eks.amazonaws.com", "kind": "NodeClass", "name": "default"}
+# The order in which Karpenter picks among the capacity types one NodePool allows (karpenter-provider-aws
+# getCapacityType: reserved, then spot, then on-demand; an unavailable one falls through to the next). A preference
+# in this order needs one NodePool; any other order needs a NodePool per type, tried by descending weight.
+KARPENTER_CAPACITY_ORDER = ("reserved", "spot", "on-demand")
+# Weight of the first of several weighted NodePools; each later one 10 less (Karpenter tries the highest first).
+FIRST_WEIGHT = 100
+WEIGHT_STEP = 10
+AMI_ALIASES = {"AL2023": "al2023@latest", "BOTTLEROCKET": "bottlerocket@latest"}
+"""ami_type family -> EC2NodeClass alias; Karpenter picks the NVIDIA variant of the family for GPU types."""
+# Bottlerocket boots from a small OS volume and keeps images and emptyDirs on its data volume (/dev/xvdb).
+BOTTLEROCKET_OS_VOLUME_GIB = 4
+
+
+def is_karpenter_pool(pool: GpuNodePoolSpec) -> bool:
+    return pool.provisioner in ("karpenter", "auto-mode")
+
+
+def gpu_name_label(provisioner: str) -> str:
+    return AUTO_MODE_GPU_NAME_LABEL if provisioner == "auto-mode" else KARPENTER_GPU_NAME_LABEL
+
+
+def gpu_count_label(provisioner: str) -> str:
+    return AUTO_MODE_GPU_COUNT_LABEL if provisioner == "auto-mode" else KARPENTER_GPU_COUNT_LABEL
+
+
+def _requirement(key: str, values: Sequence[str]) -> dict[str, Any]:
+    return {"key": key, "operator": "In", "values": list(values)}
+
+
+def pool_requirements(pool: GpuNodePoolSpec) -> list[dict[str, Any]]:
+    """The NodePool's node requirements (without capacity type): the types, their GPU name and count, the
+    architecture and OS. Instance types alone would do; the GPU name and count make the intent readable and are what
+    the pods' affinity repeats."""
+    instances = pool_instances(pool)
+    arch = "arm64" if "_ARM_" in pool.ami_type else "amd64"
+    return [
+        _requirement(INSTANCE_TYPE_LABEL, sorted(i.instance_type for i in instances)),
+        _requirement(gpu_name_label(pool.provisioner), pool_gpu_names(instances)),
+        _requirement(gpu_count_label(pool.provisioner), sorted({str(i.gpus) for i in instances})),
+        _requirement(ARCH_LABEL, [arch]),
+        _requirement(OS_LABEL, ["linux"]),
+    ]
+
+
+def capacity_groups(capacity_types: Sequence[str]) -> list[list[str]]:
+    """Capacity types per NodePool: one NodePool when the preference is Karpenter's own order, else one per type."""
+    ranks = [KARPENTER_CAPACITY_ORDER.index(kind) for kind in capacity_types]
+    if ranks == sorted(ranks):
+        return [list(capacity_types)]
+    return [[kind] for kind in capacity_types]
+
+
+def pool_startup_budget_seconds(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan]) -> int:
+    """The longest startup budget of the models placed on this pool (all models' when none is)."""
+    on_pool = [plan.startup_budget_seconds for plan in plans if plan.node_shape.pool == pool.name]
+    return max(on_pool or [plan.startup_budget_seconds for plan in plans] or [0])
+
+
+def consolidate_after_seconds(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan]) -> int:
+    """How long a node stays empty before Karpenter removes it: a replacement pod would load the model for a whole
+    startup budget, so an empty node is kept at least that long for the next scale-up."""
+    if pool.consolidate_after_seconds is not None:
+        return pool.consolidate_after_seconds
+    return pool_startup_budget_seconds(pool, plans)
+
+
+def gpu_limit(pool: GpuNodePoolSpec) -> int:
+    """nvidia.com/gpu the pool may have in total: max_gpus, else max_size nodes of the largest type's count."""
+    return pool.max_gpus or pool.max_size * max(i.gpus for i in pool_instances(pool))
+
+
+def node_pool_names(pool: GpuNodePoolSpec) -> list[str]:
+    """Names of the NodePools a pool becomes (one, or one per capacity type when weighted)."""
+    groups = capacity_groups(pool.effective_capacity_types)
+    return [pool.name] if len(groups) == 1 else [f"{pool.name}-{group[0]}" for group in groups]
+
+
+def node_class_ref(pool: GpuNodePoolSpec) -> dict[str, str]:
+    if pool.provisioner == "auto-mode":
+        return dict(AUTO_MODE_NODE_CLASS_REF)
+    return {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.name}
+
+
+def build_node_pools(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan],
+                     extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The NodePools of a karpenter or auto-mode pool.
+
+    Each limits the pool's GPUs (with several weighted NodePools each has the whole limit: Karpenter limits per
+    NodePool, so the sum may reach limit x types while the preferred type is short; the planner's node count is
+    unaffected). Disruption fits vLLM: a node is consolidated only when empty (never to repack a serving pod onto
+    another node, which would reload the model), only after a startup budget of emptiness, and at most
+    ``disruption_budget_nodes`` at once.
+    """
+    groups = capacity_groups(pool.effective_capacity_types)
+    names = node_pool_names(pool)
+    requirements = pool_requirements(pool)
+    objects = []
+    for index, (name, group) in enumerate(zip(names, groups, strict=True)):
+        spec: dict[str, Any] = {
+            "template": {
+                "metadata": {"labels": pool_node_group_labels(pool)},
+                "spec": {
+                    "nodeClassRef": node_class_ref(pool),
+                    "requirements": [*requirements, _requirement(CAPACITY_TYPE_LABEL, group)],
+                    "taints": [dict(GPU_TAINT)],
+                },
+            },
+            "disruption": {
+                "consolidationPolicy": "WhenEmpty",
+                "consolidateAfter": f"{consolidate_after_seconds(pool, plans)}s",
+                "budgets": [{"nodes": str(pool.disruption_budget_nodes)}],
+            },
+            "limits": {GPU_RESOURCE: str(gpu_limit(pool))},
+        }
+        if len(groups) > 1:
+            spec["weight"] = FIRST_WEIGHT - WEIGHT_STEP * index
+        objects.append({
+            "apiVersion": KARPENTER_API,
+            "kind": "NodePool",
+            "metadata": {"name": name, "labels": lbl.common_labels(pool.name, "gpu-nodes", extra=extra_labels)},
+            "spec": spec,
+        })
+    return objects
+
+
+def role_name(arn: str) -> str:
+    """The EC2NodeClass takes the role's name; an ARN ends in ``role/<path/>name``."""
+    return arn.rsplit("/", 1)[-1]
+
+
+def ami_alias(pool: GpuNodePoolSpec) -> str:
+    return pool.ami_alias or AMI_ALIASES[pool.ami_type.split("_", 1)[0]]
+
+
+def block_device_mappings(pool: GpuNodePoolSpec) -> list[dict[str, Any]]:
+    """The disk images, containerd's unpacked layers and the pods' emptyDirs (compile caches) live on: the pool's
+    disk_size_gib, else the project's GPU node disk (runtime.nodes.NODE_DISK_GIB); the planner checks the pods'
+    emptyDirs fit it."""
+    size = pool.disk_size_gib or NODE_DISK_GIB
+
+    def ebs(gib: int) -> dict[str, Any]:
+        return {"volumeSize": f"{gib}Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+
+    if pool.ami_type.startswith("BOTTLEROCKET"):
+        return [{"deviceName": "/dev/xvda", "ebs": ebs(BOTTLEROCKET_OS_VOLUME_GIB)},
+                {"deviceName": "/dev/xvdb", "ebs": ebs(size)}]
+    return [{"deviceName": "/dev/xvda", "ebs": ebs(size), "rootVolume": True}]
+
+
+def build_ec2_node_class(pool: GpuNodePoolSpec, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The EC2NodeClass of a karpenter pool: identity, subnets, security groups, AMI, disk and IMDS settings."""
+    spec: dict[str, Any] = {}
+    if pool.instance_profile is not None:
+        spec["instanceProfile"] = pool.instance_profile
+    else:
+        assert pool.node_role_arn is not None  # the spec requires one of the two
+        spec["role"] = role_name(pool.node_role_arn)
+    spec["amiSelectorTerms"] = [{"alias": ami_alias(pool)}]
+    spec["subnetSelectorTerms"] = [{"id": subnet} for subnet in pool.subnet_ids]
+    spec["securityGroupSelectorTerms"] = (
+        [{"id": group} for group in pool.security_group_ids] if pool.security_group_ids
+        else [{"tags": dict(sorted(pool.security_group_tags.items()))}]
+    )
+    if "reserved" in pool.effective_capacity_types:
+        spec["capacityReservationSelectorTerms"] = [{"id": pool.capacity_reservation_id}]
+    spec["blockDeviceMappings"] = block_device_mappings(pool)
+    # IMDSv2 only, hop limit 2 as on the managed node groups (components/builders/nodes.py launch_template_args).
+    spec["metadataOptions"] = {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpTokens": "required",
+                               "httpPutResponseHopLimit": 2}
+    # Karpenter tags the instances with the cluster, NodePool and NodeClaim itself; ours names the pool in billing.
+    spec["tags"] = {NODE_POOL_LABEL: pool.name}
+    return {
+        "apiVersion": EC2_NODE_CLASS_API,
+        "kind": "EC2NodeClass",
+        "metadata": {"name": pool.name, "labels": lbl.common_labels(pool.name, "gpu-nodes", extra=extra_labels)},
+        "spec": spec,
+    }
+
+
+@dataclass(frozen=True)
+class KarpenterObjects:
+    node_classes: list[dict[str, Any]]
+    node_pools: list[dict[str, Any]]
+
+    @property
+    def all(self) -> list[dict[str, Any]]:
+        return [*self.node_classes, *self.node_pools]
+
+
+def build_karpenter_objects(cluster: EksCluster, plans: Sequence[ServingPlan],
+                            extra_labels: dict[str, str] | None = None) -> KarpenterObjects:
+    """Every EC2NodeClass and NodePool of the cluster's karpenter and auto-mode pools, node classes first."""
+    pools = [pool for pool in cluster.node_pools if is_karpenter_pool(pool)]
+    return KarpenterObjects(
+        node_classes=[build_ec2_node_class(pool, extra_labels)
+                      for pool in pools if pool.provisioner == "karpenter"],
+        node_pools=[obj for pool in pools for obj in build_node_pools(pool, plans, extra_labels)],
+    )
+
+
+# ---- the serving pods' side ----------------------------------------------------------------------------------------
+def karpenter_pod_scheduling(shape: NodeShape) -> dict[str, Any]:
+    """nodeSelector and affinity of a pod on a karpenter or auto-mode pool: the NodePool template's pool label, and
+    the GPU names the NodePool requires (the same values, from the same facts)."""
+    return {
+        "nodeSelector": {NODE_POOL_LABEL: shape.pool},
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [_requirement(gpu_name_label(shape.provisioner), shape.gpu_names)]},
+        ]}}},
+    }
+
+
+def do_not_disrupt_annotations(shape: NodeShape) -> dict[str, str]:
+    """``karpenter.sh/do-not-disrupt: "true"`` on serving pods of a Karpenter or Auto Mode pool.
+
+    Karpenter does not voluntarily disrupt (consolidate, drift-replace) a node running such a pod. A vLLM pod
+    spends minutes loading weights and compiling before it serves; losing the node then wastes all of it, and once
+    serving, an eviction drops in-flight requests. The annotation holds for the pod's whole life, not only while it
+    starts: the accepted practice for inference servers, since scale-down (the autoscaler removing a replica) empties
+    the node and WhenEmpty consolidation then removes it. Forceful disruption (expiry, spot interruption, node
+    repair) is not blocked; expireAfter and terminationGracePeriod bound it."""
+    if shape.provisioner not in ("karpenter", "auto-mode"):
+        return {}
+    return {DO_NOT_DISRUPT_ANNOTATION: "true"}
