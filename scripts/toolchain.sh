@@ -840,10 +840,10 @@ build_crds() {
 # ---- 9. Karpenter core with its KWOK cloud provider (the simulated cluster's node autoscaler) -------
 
 # sigs.k8s.io/karpenter's go.mod asks for a newer Go than the installed one (v1.15.0: go 1.26.9, while go1.26.8 is
-# installed here), so this one build runs the Go toolchain pinned in KARPENTER_GO_TOOLCHAIN, which the go command
-# fetches from the module proxy as the module golang.org/toolchain into the same module cache. Every other tool
-# keeps GOTOOLCHAIN=local. Its compiled packages do not share the build cache with the other tools (the compiler
-# version is part of each cache key).
+# installed here), so this build runs the Go toolchain pinned in KARPENTER_GO_TOOLCHAIN, which the go command
+# fetches from the module proxy as the module golang.org/toolchain into the same module cache (as build_crds does for
+# the Karpenter modules' CRDs). Every other tool keeps GOTOOLCHAIN=local. Its compiled packages do not share the
+# build cache with the other tools' (the compiler version is part of each cache key).
 with_karpenter_go() {
     local saved=$GOTOOLCHAIN rc=0
     export GOTOOLCHAIN=$KARPENTER_GO_TOOLCHAIN
@@ -853,7 +853,7 @@ with_karpenter_go() {
 }
 
 build_karpenter_kwok() {
-    local v=$KARPENTER_KWOK_VERSION mod=sigs.k8s.io/karpenter
+    local v=$KARPENTER_VERSION mod=sigs.k8s.io/karpenter
     local key="karpenter-kwok v$v $KARPENTER_GO_TOOLCHAIN"
     if stamp_ok karpenter-kwok "$key" karpenter-kwok; then say "karpenter-kwok $v cached"; return; fi
     begin karpenter-kwok "$v ($KARPENTER_GO_TOOLCHAIN)"
@@ -870,10 +870,10 @@ build_karpenter_kwok() {
 }
 
 # The CRDs Karpenter's controllers watch (it fails to start without any of them: NodePool, NodeClaim, NodeOverlay,
-# CapacityBuffer from pkg/apis/crds) and the KWOK provider's node class (kwok/apis/crds), into $CACHE/crds/karpenter-kwok,
-# a directory of their own so the CRD set the rendered stacks are validated against stays what build_crds makes.
+# CapacityBuffer from pkg/apis/crds) and the KWOK provider's node class (kwok/apis/crds), into $CACHE/crds-karpenter-kwok,
+# a directory of their own: the simulation installs Karpenter's whole set; the stacks are validated against build_crds'.
 build_karpenter_kwok_crds() {
-    local v=$KARPENTER_KWOK_VERSION mod=sigs.k8s.io/karpenter dir f out=$CACHE/crds-karpenter-kwok
+    local v=$KARPENTER_VERSION mod=sigs.k8s.io/karpenter dir f out=$CACHE/crds-karpenter-kwok
     local key="karpenter-kwok-crds v$v"
     if stamp_ok karpenter-kwok-crds "$key" && [ -f "$out/SOURCES.tsv" ]; then say "Karpenter KWOK CRDs cached in $out"; return; fi
     begin karpenter-kwok-crds "$v"
