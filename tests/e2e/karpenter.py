@@ -1,5 +1,5 @@
 """Karpenter in the simulated cluster: Karpenter core with its KWOK cloud provider (``sigs.k8s.io/karpenter/kwok``,
-built by scripts/toolchain.sh at KARPENTER_KWOK_VERSION), run out of cluster against the simulated API server.
+built by scripts/toolchain.sh at KARPENTER_VERSION), run out of cluster against the simulated API server.
 
 What runs and how (checked against the module's source at that version):
 - Karpenter's provisioner, disruption (emptiness, drift, consolidation), NodeClaim lifecycle and termination
@@ -192,14 +192,17 @@ def with_consolidate_after(manifests: list[dict[str, Any]], seconds: int) -> lis
 
 
 def root_disk_gib(manifests: list[dict[str, Any]], node_class: str) -> int:
-    """The root volume an EC2NodeClass gives its nodes (blockDeviceMappings' root device), NODE_DISK_GIB if it sets
-    none: what the node's ephemeral storage comes from."""
+    """The disk an EC2NodeClass gives its nodes' ephemeral storage, as the AWS provider picks it: the block device
+    marked ``rootVolume``, else the AMI family's (Bottlerocket's data volume /dev/xvdb, AL2023's /dev/xvda);
+    NODE_DISK_GIB when the class sets none."""
     for obj in manifests:
         if obj["kind"] == "EC2NodeClass" and obj["metadata"]["name"] == node_class:
-            for mapping in obj["spec"].get("blockDeviceMappings") or []:
-                size = (mapping.get("ebs") or {}).get("volumeSize")
-                if size and mapping.get("rootVolume", True):
-                    return int(str(size).removesuffix("Gi"))
+            mappings = obj["spec"].get("blockDeviceMappings") or []
+            aliases = [term.get("alias", "") for term in obj["spec"].get("amiSelectorTerms") or []]
+            device = "/dev/xvdb" if any(alias.startswith("bottlerocket") for alias in aliases) else "/dev/xvda"
+            chosen = [m for m in mappings if m.get("rootVolume")] or [m for m in mappings if m["deviceName"] == device]
+            if chosen and (chosen[0].get("ebs") or {}).get("volumeSize"):
+                return int(str(chosen[0]["ebs"]["volumeSize"]).removesuffix("Gi"))
     return NODE_DISK_GIB
 
 

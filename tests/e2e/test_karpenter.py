@@ -117,6 +117,21 @@ def test_kwok_transform_changes_only_the_node_class() -> None:
             assert after == before
 
 
+@pytest.mark.parametrize(("ami_type", "disk_size_gib", "expected_gib"), [
+    ("AL2023_x86_64_NVIDIA", None, 200),  # the project's GPU node disk, the root volume
+    ("AL2023_x86_64_NVIDIA", 500, 500),
+    ("BOTTLEROCKET_x86_64_NVIDIA", 300, 300),  # Bottlerocket's data volume, not its 4 GiB OS volume
+])
+def test_simulated_nodes_get_the_ephemeral_storage_of_the_ec2_node_class_disk(
+    ami_type: str, disk_size_gib: int | None, expected_gib: int
+) -> None:
+    raw = copy.deepcopy(read_stack_config(STACK))
+    raw["cluster"]["node_pools"][0].update(ami_type=ami_type, disk_size_gib=disk_size_gib)
+    rendered = build_manifests(parse_deployment(raw))
+    node_class = next(o for o in rendered if o["kind"] == "EC2NodeClass")["metadata"]["name"]
+    assert root_disk_gib(rendered, node_class) == expected_gib
+
+
 # ---- Karpenter in the simulated cluster -----------------------------------------------------------------------------
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[SimulatedCluster]:
