@@ -78,7 +78,7 @@ class VllmStack(pulumi.ComponentResource):
                 self.node_pools.append(node_pool)
         nodes.extend(self.node_pools)
         if isinstance(spec.cluster, EksCluster):
-            # Karpenter's CRDs come with Karpenter (installed on the cluster, or Auto Mode's own): no add-on to wait for.
+            # Karpenter's CRDs come with Karpenter (installed on the cluster, or Auto Mode's): no add-on to wait for.
             for obj in build_karpenter_objects(spec.cluster, plans, labels).all:
                 nodes.extend(register_objects(f"karpenter-{obj['metadata']['name']}", [obj], self))
 

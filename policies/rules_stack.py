@@ -668,7 +668,8 @@ def _duration_seconds(text: str) -> int | None:
     """A Karpenter duration (``90s``, ``5m``, ``1h30m``) in seconds; None for Never or an unreadable value."""
     if not re.fullmatch(r"([0-9]+[smh])+", text):
         return None
-    return sum(int(number) * {"s": 1, "m": 60, "h": 3600}[unit] for number, unit in re.findall(r"([0-9]+)([smh])", text))
+    units = {"s": 1, "m": 60, "h": 3600}
+    return sum(int(number) * units[unit] for number, unit in re.findall(r"([0-9]+)([smh])", text))
 
 
 @rule(

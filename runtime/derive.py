@@ -229,7 +229,8 @@ def _node_setting(shape: NodeShape, quantity: str) -> str | None:
     if shape.setting is None:
         return None
     if shape.setting.startswith("cluster.node_pools"):
-        return f"{shape.setting}.{'disk_size_gib' if quantity == 'ephemeral_storage_gib' else 'instance_type'}"
+        kind = "instance_types" if shape.provisioner in ("karpenter", "auto-mode") else "instance_type"
+        return f"{shape.setting}.{'disk_size_gib' if quantity == 'ephemeral_storage_gib' else kind}"
     if shape.instance_type is not None and quantity != "ephemeral_storage_gib":
         return f"{shape.setting}.instance_type"
     return f"{shape.setting}.{quantity}"
@@ -542,8 +543,24 @@ def _pool_plans(spec: DeploymentSpec, shape: NodeShape, on_pool: list[ServingPla
                     f"before the new one is ready, an outage of about {plan.startup_budget_seconds} s (the startup "
                     f"budget); raise {shape.count_setting} to {restore} to keep it serving"
                 )
+        warnings += _node_pool_warnings(spec, shape, plan)
         result.append(replace(plan, node_shape=shape, rollout=rollout, warnings=warnings))
     return result
+
+
+def _node_pool_warnings(spec: DeploymentSpec, shape: NodeShape, plan: ServingPlan) -> list[str]:
+    """A Karpenter / Auto Mode pool whose consolidate_after_seconds (set by hand) is shorter than this model's startup
+    budget: an empty node goes before a new replica could have loaded on it (the policy pack refuses it too)."""
+    if shape.provisioner not in ("karpenter", "auto-mode") or not isinstance(spec.cluster, EksCluster):
+        return []
+    pool = next((p for p in spec.cluster.node_pools if p.name == shape.pool), None)
+    if pool is None or pool.consolidate_after_seconds is None:
+        return []
+    if pool.consolidate_after_seconds >= plan.startup_budget_seconds:
+        return []
+    return [f"{shape.setting}.consolidate_after_seconds {pool.consolidate_after_seconds} is shorter than the "
+            f"{plan.startup_budget_seconds} s startup budget of {plan.spec.name}: Karpenter removes an empty GPU node "
+            "before a new replica could have loaded on it; leave it unset (the startup budget) or raise it"]
 
 
 def _min_scale_issues(spec: DeploymentSpec, plans: list[ServingPlan], prefix: str) -> list[PlanningError]:

@@ -54,7 +54,8 @@ Provisioner = Literal["managed-node-group", "karpenter", "auto-mode"]
 class GpuNodePoolSpec(StrictModel):
     """An EKS managed node group of GPU nodes on an existing cluster."""
 
-    name: str = Field(pattern=DNS_LABEL, description="Node group name suffix.")
+    name: str = Field(pattern=DNS_LABEL, description="Node group name suffix; for karpenter and auto-mode the name "
+                      "of the NodePool and EC2NodeClass, which are cluster-wide: unique among the cluster's NodePools.")
     instance_type: str | None = Field(
         None, description="EC2 GPU instance type, e.g. p5.48xlarge; sets the GPU and its count. Required for a "
         "managed-node-group; for karpenter and auto-mode one way (with instance_types and gpu) to name the types.")
@@ -86,7 +87,8 @@ class GpuNodePoolSpec(StrictModel):
     gpu: str | None = Field(
         None, description="karpenter/auto-mode without instance types: every EC2 type carrying this GPU (catalog id).")
     gpus_per_node: int | None = Field(
-        None, ge=1, le=16, description="karpenter/auto-mode with gpu: only types with this many GPUs; None: the largest.")
+        None, ge=1, le=16,
+        description="karpenter/auto-mode with gpu: only types with this many GPUs; None: the largest count.")
     capacity_types: list[Literal["reserved", "spot", "on-demand"]] = Field(
         default_factory=list, description="karpenter/auto-mode: capacity types in order of preference, each a "
         "fallback for the one before (e.g. [spot, on-demand]); empty: capacity_type's one.")
@@ -138,10 +140,12 @@ class GpuNodePoolSpec(StrictModel):
             raise ValueError(f"capacity_types {self.capacity_types} repeats a type; list each once")
         if self.provisioner == "auto-mode":
             aws_only = [key for key in ("instance_profile", "security_group_ids", "security_group_tags", "ami_alias",
-                                        "node_role_arn", "efa", "placement_group") if getattr(self, key)]
+                                        "node_role_arn", "efa", "placement_group", "disk_size_gib")
+                        if getattr(self, key)]
             if aws_only:
                 raise ValueError(f"{', '.join(aws_only)} belong to an EC2NodeClass, which auto-mode does not use "
-                                 "(its built-in NodeClass `default` sets them); remove them, or use provisioner karpenter")
+                                 "(its built-in NodeClass `default` sets them); remove them, or use provisioner "
+                                 "karpenter")
             if "reserved" in self.capacity_types or self.capacity_type == "CAPACITY_BLOCK":
                 raise ValueError("reserved capacity needs a NodeClass with capacityReservationSelectorTerms; Auto "
                                  "Mode's built-in `default` has none: use provisioner karpenter")
@@ -156,8 +160,9 @@ class GpuNodePoolSpec(StrictModel):
         if not self.security_group_ids and not self.security_group_tags:
             raise ValueError("provisioner karpenter needs security_group_ids or security_group_tags (e.g. "
                              "{karpenter.sh/discovery: <cluster name>}) for the EC2NodeClass")
-        if "reserved" in self.effective_capacity_types and not self.capacity_reservation_id:
-            raise ValueError("capacity type reserved needs capacity_reservation_id (the EC2NodeClass selects it)")
+        if ("reserved" in self.effective_capacity_types) != bool(self.capacity_reservation_id):
+            raise ValueError("capacity type reserved and capacity_reservation_id go together (the EC2NodeClass "
+                             "selects the reservation by id): add the one that is missing")
         return self
 
     @property

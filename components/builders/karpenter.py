@@ -264,8 +264,10 @@ def do_not_disrupt_annotations(shape: NodeShape) -> dict[str, str]:
     spends minutes loading weights and compiling before it serves; losing the node then wastes all of it, and once
     serving, an eviction drops in-flight requests. The annotation holds for the pod's whole life, not only while it
     starts: the accepted practice for inference servers, since scale-down (the autoscaler removing a replica) empties
-    the node and WhenEmpty consolidation then removes it. Forceful disruption (expiry, spot interruption, node
-    repair) is not blocked; expireAfter and terminationGracePeriod bound it."""
+    the node and WhenEmpty consolidation then removes it. Forceful disruption (spot interruption, node repair,
+    expiry after the NodePool's expireAfter, Karpenter's default 720h) is not prevented; with no terminationGracePeriod
+    on our NodePools an expired node's drain waits for such pods to go (a scale-down or a rollout), so a serving pod
+    is never cut mid-request by expiry."""
     if shape.provisioner not in ("karpenter", "auto-mode"):
         return {}
     return {DO_NOT_DISRUPT_ANNOTATION: "true"}

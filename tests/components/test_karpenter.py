@@ -228,6 +228,10 @@ def test_gpu_operator_follows_the_provisioner(provisioners: list[str], device_pl
                  id="karpenter-min-size"),
     pytest.param({**KARPENTER_POOL, "gpu": "l4", "capacity_types": ["reserved"]}, {}, "capacity_reservation_id",
                  id="reserved-without-reservation"),
+    pytest.param({**KARPENTER_POOL, "gpu": "l4", "capacity_reservation_id": "cr-1"}, {}, "go together",
+                 id="reservation-without-reserved-capacity"),
+    pytest.param({**AUTO_MODE_POOL, "gpu": "l4", "disk_size_gib": 300}, {}, "disk_size_gib",
+                 id="auto-mode-disk-is-the-node-class's"),
     pytest.param({**AUTO_MODE_POOL, "gpu": "l4", "security_group_ids": ["sg-1"]}, {}, "auto-mode does not use",
                  id="auto-mode-with-ec2-node-class-settings"),
     pytest.param({"name": "gpu", "subnet_ids": ["s"], "gpu": "l4"}, {}, "needs instance_type",
@@ -292,3 +296,16 @@ def test_every_rendered_node_pool_and_node_class_validates_against_the_pinned_cr
 def test_restricted_template_labels_are_refused() -> None:
     with pytest.raises(SpecError, match="karpenter.sh"):
         eks_stack({**KARPENTER_POOL, "gpu": "l4", "labels": {"karpenter.sh/nodepool": "x"}})
+
+
+@pytest.mark.parametrize(("consolidate_after_seconds", "warned"), [
+    pytest.param(60, True, id="shorter-than-the-startup-budget-warns"),
+    pytest.param(3600, False, id="longer-is-fine"),
+    pytest.param(None, False, id="derived-is-the-budget"),
+])
+def test_consolidate_after_set_by_hand_below_the_startup_budget_is_warned(consolidate_after_seconds: int | None,
+                                                                          warned: bool) -> None:
+    pool = {**KARPENTER_POOL, "gpu": "l4", "gpus_per_node": 1,
+            **({"consolidate_after_seconds": consolidate_after_seconds} if consolidate_after_seconds else {})}
+    plan = plan_deployment(eks_stack(pool))[0]
+    assert any("consolidate_after_seconds" in warning for warning in plan.warnings) == warned

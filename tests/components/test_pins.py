@@ -19,3 +19,14 @@ from ..toolchain import VERSIONS_FILE, pinned_versions
 ])
 def test_chart_pins_match_what_the_tests_run(chart_version: str, pin: str) -> None:
     assert chart_version == pinned_versions()[pin], f"{pin} in {VERSIONS_FILE.name} differs from the chart the stacks install"
+
+
+def test_karpenter_core_pin_is_the_one_the_aws_provider_pin_requires() -> None:
+    """The NodePool CRD (core) and the EC2NodeClass CRD (AWS provider) validate one Karpenter release together: the
+    provider's go.mod names the core it is built with."""
+    from ..toolchain import module_dir
+
+    pins = pinned_versions()
+    go_mod = (module_dir("github.com/aws/karpenter-provider-aws", pins["KARPENTER_AWS_VERSION"]) / "go.mod").read_text()
+    required = [line.split()[1] for line in go_mod.splitlines() if line.strip().startswith("sigs.k8s.io/karpenter ")]
+    assert required == [f"v{pins['KARPENTER_VERSION']}"], (required, pins["KARPENTER_VERSION"])

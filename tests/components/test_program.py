@@ -292,3 +292,13 @@ def test_render_mode_refuses_pulumi_secrets_and_registers_nothing() -> None:
     assert "vllm-pulumi:deployment.models[0].api_key.pulumi_secret" in str(error)
     assert API_KEY not in str(error)
     assert monitor.registrations == []
+
+
+def test_karpenter_stack_registers_node_pools_before_the_add_ons_and_no_node_group() -> None:
+    monitor = run_stack("karpenter")
+    node_pool = named(monitor, NODE_POOL, "karpenter-p5-nodepool")
+    node_class = named(monitor, EC2_NODE_CLASS, "karpenter-p5-ec2nodeclass")
+    assert not by_type(monitor, NODE_GROUP)
+    for addon in ("gpu-operator", "keda"):
+        release = named(monitor, RELEASE, addon)
+        assert _depends(monitor, release, node_pool) and _depends(monitor, release, node_class)
