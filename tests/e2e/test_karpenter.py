@@ -125,6 +125,8 @@ def test_kwok_transform_changes_only_the_node_class() -> None:
 def test_simulated_nodes_get_the_ephemeral_storage_of_the_ec2_node_class_disk(
     ami_type: str, disk_size_gib: int | None, expected_gib: int
 ) -> None:
+    """The simulated instance types get the ephemeral storage of the disk the stack's EC2NodeClass gives its nodes
+    (the one the AWS provider reports as the node's ephemeral storage)."""
     raw = copy.deepcopy(read_stack_config(STACK))
     raw["cluster"]["node_pools"][0].update(ami_type=ami_type, disk_size_gib=disk_size_gib)
     rendered = build_manifests(parse_deployment(raw))
@@ -156,8 +158,9 @@ def _scale(cluster: SimulatedCluster, plan: ServingPlan, name: str, replicas: in
 
 
 def _pods(cluster: SimulatedCluster, plan: ServingPlan, instance: str) -> list[dict[str, Any]]:
-    return [pod for pod in cluster.pods(plan.namespace, f"app.kubernetes.io/instance={instance}")
-            if not pod["metadata"].get("deletionTimestamp")]
+    """The serving pods of the Deployment whose instance label is ``instance`` (not deleting)."""
+    selector = f"app.kubernetes.io/instance={instance},app.kubernetes.io/component=server"
+    return [pod for pod in cluster.pods(plan.namespace, selector) if not pod["metadata"].get("deletionTimestamp")]
 
 
 def _all_bound(pods: list[dict[str, Any]], count: int) -> list[dict[str, Any]] | None:
