@@ -4,7 +4,8 @@
 #   scripts/toolchain.sh            build whatever is missing (idempotent), then print "toolchain: ready in DIR"
 #   scripts/toolchain.sh build [TOOL...]   same, for some tools only (pulumi language-python
 #                                   kubernetes-provider kube-apiserver etcd kube-scheduler
-#                                   kube-controller-manager kwok lws-controller keda prometheus kube-score crds)
+#                                   kube-controller-manager kwok lws-controller keda prometheus
+#                                   karpenter-kwok kube-score crds karpenter-kwok-crds)
 #   scripts/toolchain.sh demo       only what `make demo` needs (the Pulumi engine and the provider)
 #   scripts/toolchain.sh env        print export lines for `eval "$(scripts/toolchain.sh env)"`
 #
@@ -29,6 +30,8 @@ PULUMI_HOME_DIR=$TOOLS/pulumi-home
 # `make demo` needs only the engine; `make test` adds the simulated cluster and the upstream CRDs.
 DEMO_TOOLS="pulumi language-python kubernetes-provider"
 CLUSTER_TOOLS="kube-apiserver etcd kube-scheduler kube-controller-manager kwok lws-controller keda prometheus"
+# Karpenter with its KWOK cloud provider, and the CRDs it runs with (tests/e2e/karpenter.py).
+CLUSTER_TOOLS="$CLUSTER_TOOLS karpenter-kwok karpenter-kwok-crds"
 # The linters platform teams run over manifests; tests/policies/test_kube_score.py runs kube-score over the goldens.
 LINT_TOOLS="kube-score"
 ALL_TOOLS="$DEMO_TOOLS $CLUSTER_TOOLS $LINT_TOOLS crds"
@@ -850,6 +853,63 @@ build_crds() {
     done_ crds "$key" "$key"
 }
 
+# ---- 9. Karpenter core with its KWOK cloud provider (the simulated cluster's node autoscaler) -------
+
+# sigs.k8s.io/karpenter's go.mod asks for a newer Go than the installed one (v1.15.0: go 1.26.9, while go1.26.8 is
+# installed here), so this build runs the Go toolchain pinned in KARPENTER_GO_TOOLCHAIN, which the go command
+# fetches from the module proxy as the module golang.org/toolchain into the same module cache (as build_crds does for
+# the Karpenter modules' CRDs). Every other tool keeps GOTOOLCHAIN=local. Its compiled packages do not share the
+# build cache with the other tools' (the compiler version is part of each cache key).
+with_karpenter_go() {
+    local saved=$GOTOOLCHAIN rc=0
+    export GOTOOLCHAIN=$KARPENTER_GO_TOOLCHAIN
+    "$@" || rc=$?
+    export GOTOOLCHAIN=$saved
+    return $rc
+}
+
+build_karpenter_kwok() {
+    local v=$KARPENTER_VERSION mod=sigs.k8s.io/karpenter
+    local key="karpenter-kwok v$v $KARPENTER_GO_TOOLCHAIN"
+    if stamp_ok karpenter-kwok "$key" karpenter-kwok; then say "karpenter-kwok $v cached"; return; fi
+    begin karpenter-kwok "$v ($KARPENTER_GO_TOOLCHAIN)"
+    with_karpenter_go module_wrapper karpenter-kwok $mod "v$v" drop-local
+    # The wrapper declares the Go version the module asks for (its own would be the installed one's, which is older).
+    local want
+    want=$(go mod edit -json "$(with_karpenter_go go_mod_file $mod "v$v")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')
+    run go mod edit -go="$want"
+    with_karpenter_go run go version
+    # Karpenter has no --version flag; it logs and exports (metric build_info) pkg/operator.Version, set like its releases do.
+    with_karpenter_go run go build -mod=mod -trimpath -ldflags "-s -w -X $mod/pkg/operator.Version=v$v" \
+        -o "$BIN/karpenter-kwok" "$mod/kwok"
+    done_ karpenter-kwok "$v" "$key"
+}
+
+# The CRDs Karpenter's controllers watch (it fails to start without any of them: NodePool, NodeClaim, NodeOverlay,
+# CapacityBuffer from pkg/apis/crds) and the KWOK provider's node class (kwok/apis/crds), into $CACHE/crds-karpenter-kwok,
+# a directory of their own: the simulation installs Karpenter's whole set; the stacks are validated against build_crds'.
+build_karpenter_kwok_crds() {
+    local v=$KARPENTER_VERSION mod=sigs.k8s.io/karpenter dir f out=$CACHE/crds-karpenter-kwok
+    local key="karpenter-kwok-crds v$v"
+    if stamp_ok karpenter-kwok-crds "$key" && [ -f "$out/SOURCES.tsv" ]; then say "Karpenter KWOK CRDs cached in $out"; return; fi
+    begin karpenter-kwok-crds "$v"
+    mkdir -p "$SRC"
+    dir=$(with_karpenter_go go_mod_dir $mod "v$v")
+    rm -rf "$out.new"
+    mkdir -p "$out.new"
+    printf 'file\tmodule\tversion\tpath\n' >"$out.new/SOURCES.tsv"
+    for f in pkg/apis/crds/karpenter.sh_nodepools.yaml pkg/apis/crds/karpenter.sh_nodeclaims.yaml \
+        pkg/apis/crds/karpenter.sh_nodeoverlays.yaml pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml \
+        kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml; do
+        [ -f "$dir/$f" ] || die "$mod@v$v has no $f"
+        run install -m 0644 "$dir/$f" "$out.new/$(basename "$f")"
+        printf '%s\t%s\t%s\t%s\n' "$(basename "$f")" "$mod" "v$v" "$f" >>"$out.new/SOURCES.tsv"
+    done
+    rm -rf "$out"
+    mv "$out.new" "$out"
+    done_ karpenter-kwok-crds "$v" "$key"
+}
+
 # ---- plugin registration ---------------------------------------------------------------------
 
 register_plugins() {
@@ -876,6 +936,8 @@ build() {
             prometheus) build_prometheus ;;
             kube-score) build_kube_score ;;
             crds) build_crds ;;
+            karpenter-kwok) build_karpenter_kwok ;;
+            karpenter-kwok-crds) build_karpenter_kwok_crds ;;
             *) die "unknown tool '$t' (known: $ALL_TOOLS)" ;;
         esac
     done

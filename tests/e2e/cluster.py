@@ -358,22 +358,108 @@ KWOK_STAGES = (
 )
 
 
-def kwok_stages(pod_ready_delay_milliseconds: int) -> list[dict[str, Any]]:
+def kwok_stages(pod_ready_delay_milliseconds: int, running_while_loading: bool = False) -> list[dict[str, Any]]:
     """KWOK's own fast Stages (they ship in its module), with a delay before a bound pod turns Ready: the time a
-    vLLM pod would spend loading, compressed, so that rollouts and drains have a window in which to be observed."""
+    vLLM pod would spend loading, compressed, so that rollouts and drains have a window in which to be observed.
+
+    KWOK's pods stay in phase Pending until they turn Ready. With ``running_while_loading`` a bound pod is Running at
+    once, its container started but not Ready (as a kubelet reports vLLM while it loads, behind its startup probe),
+    and turns Ready after the delay: controllers that tell a pod still pending from a running one (Karpenter's
+    disruption) then see what they would see in a real cluster."""
     root = module_dir("sigs.k8s.io/kwok", pinned_versions()["KWOK_VERSION"]) / "kustomize" / "stage"
     stages = []
     for relative in KWOK_STAGES:
         stage = yaml.safe_load((root / relative).read_text())
-        if stage["metadata"]["name"] == "pod-ready" and pod_ready_delay_milliseconds:
-            stage["spec"]["delay"] = {"durationMilliseconds": pod_ready_delay_milliseconds}
+        if stage["metadata"]["name"] == "pod-ready":
+            if running_while_loading:
+                stages.append(POD_START_STAGE)
+                stage = copy.deepcopy(POD_LOADED_STAGE)
+            if pod_ready_delay_milliseconds:
+                stage["spec"]["delay"] = {"durationMilliseconds": pod_ready_delay_milliseconds}
         stages.append(stage)
     return stages
 
 
+# A bound pod starts running at once, not Ready yet (kwok_stages, running_while_loading): its containers started, its
+# addresses assigned, phase Running, Ready and ContainersReady False. KWOK's pod-ready stage then finishes it.
+POD_START_STAGE: dict[str, Any] = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "pod-start"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {"matchExpressions": [
+            {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+            {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+        ]},
+        "next": {"statusTemplate": "\n".join([
+            "{{ $now := Now }}",
+            "conditions:",
+            "- {type: Initialized, status: 'True', lastTransitionTime: {{ $now | Quote }}}",
+            "- {type: Ready, status: 'False', reason: ContainersNotReady, lastTransitionTime: {{ $now | Quote }}}",
+            "- {type: ContainersReady, status: 'False', reason: ContainersNotReady, lastTransitionTime: {{ $now | Quote }}}",
+            "containerStatuses:",
+            "{{ range .spec.containers }}",
+            "- name: {{ .name | Quote }}",
+            "  image: {{ .image | Quote }}",
+            "  ready: false",
+            "  started: true",
+            "  restartCount: 0",
+            "  state: {running: {startedAt: {{ $now | Quote }}}}",
+            "{{ end }}",
+            "{{ with NodeIPsWith .spec.nodeName }}",
+            "hostIP: {{ index . 0 | Quote }}",
+            "hostIPs:",
+            "{{ range . }}",
+            "- ip: {{ . | Quote }}",
+            "{{ end }}",
+            "{{ end }}",
+            "{{ with PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid \"\" ) "
+            "( or .metadata.name \"\" ) ( or .metadata.namespace \"\" ) }}",
+            "podIP: {{ index . 0 | Quote }}",
+            "podIPs:",
+            "{{ range . }}",
+            "- ip: {{ . | Quote }}",
+            "{{ end }}",
+            "{{ end }}",
+            "phase: Running",
+            "startTime: {{ $now | Quote }}",
+        ])},
+    },
+}
+# ... and once loaded (after the pod-ready delay) it turns Ready: its containers ready, addresses and start time kept.
+POD_LOADED_STAGE: dict[str, Any] = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "pod-loaded"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {"matchExpressions": [
+            {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+            {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+            {"key": '.status.conditions.[] | select( .type == "Ready" ) | .status', "operator": "NotIn",
+             "values": ["True"]},
+        ]},
+        "next": {"statusTemplate": "\n".join([
+            "{{ $now := Now }}",
+            "{{ $root := . }}",
+            "conditions:",
+            "- {type: Ready, status: 'True', lastTransitionTime: {{ $now | Quote }}}",
+            "- {type: ContainersReady, status: 'True', lastTransitionTime: {{ $now | Quote }}}",
+            "containerStatuses:",
+            "{{ range $index, $container := .spec.containers }}",
+            "{{ $was := index $root.status.containerStatuses $index }}",
+            "- name: {{ $container.name | Quote }}",
+            "  image: {{ $container.image | Quote }}",
+            "  ready: true",
+            "  started: true",
+            "  restartCount: 0",
+            "  state: {running: {startedAt: {{ $was.state.running.startedAt | Quote }}}}",
+            "{{ end }}",
+        ])},
+    },
+}
+
+
 # ---- the whole cluster ----------------------------------------------------------------------------------------------
 @contextmanager
-def simulated_cluster(workdir: Path, *, pod_ready_delay_milliseconds: int = 500,
+def simulated_cluster(workdir: Path, *, pod_ready_delay_milliseconds: int = 500, running_while_loading: bool = False,
                       crd_files: Sequence[Path] = ()) -> Iterator[SimulatedCluster]:
     """Start the control plane, the controllers and KWOK; stop every process afterwards, also on failure."""
     if not network_is_isolated():
@@ -408,7 +494,7 @@ def simulated_cluster(workdir: Path, *, pod_ready_delay_milliseconds: int = 500,
             "--node-monitor-grace-period=10m",
         ])
         stages = workdir / "kwok-stages.yaml"
-        stages.write_text(yaml.safe_dump_all(kwok_stages(pod_ready_delay_milliseconds)))
+        stages.write_text(yaml.safe_dump_all(kwok_stages(pod_ready_delay_milliseconds, running_while_loading)))
         key, value = KWOK_NODE_ANNOTATION
         processes.start("kwok", [
             str(BINARIES / "kwok"), f"--kubeconfig={kubeconfig}", f"--config={stages}",

@@ -194,12 +194,14 @@ def control_plane(binaries: Path, workdir: Path, *, controllers: bool = False) -
         }))
         yield plane
     finally:
+        # The API server first, etcd once it is gone: an API server whose etcd vanished under it retries its storage
+        # calls until its shutdown timeout instead of exiting.
         for process in (apiserver, etcd):
             process.terminate()
-        for process in (apiserver, etcd):
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+                process.wait()
         for log in logs:
             log.close()
