@@ -86,17 +86,19 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
                         "policies": [{"type": "Pods", "value": 1, "periodSeconds": min(
                             plan.cooldown_seconds or HPA_MAX_POLICY_PERIOD_SECONDS, HPA_MAX_POLICY_PERIOD_SECONDS)}],
                     },
-                    # A new replica needs a whole startup budget before it takes load (plus a node and an image pull
-                    # when no node is free), and the queue does not shrink meanwhile: without a limit the HPA would
-                    # keep adding replicas for the same backlog. One replica per node phases + startup budget (HPA
-                    # caps a period at 30 min) lets each new one count before the next.
+                    # A new replica needs a whole startup budget before it takes load, and the queue does not
+                    # shrink meanwhile: without a limit the HPA would keep adding replicas for the same backlog. One
+                    # replica per startup budget (HPA caps a period at 30 min) lets each new one count before the
+                    # next. The node phases (provisioning, image pull; plan.startup.node_phases) are left out: they
+                    # happen only when no node is free, and adding them to every period would slow a surge on free
+                    # nodes by minutes; a replica still waiting for its node costs at most one extra replica per
+                    # budget, bounded by max_replicas.
                     "scaleUp": {
                         "stabilizationWindowSeconds": 0,
                         "policies": [{
                             "type": "Pods",
                             "value": 1,
-                            "periodSeconds": min(plan.startup.node_seconds + plan.startup_budget_seconds,
-                                                 HPA_MAX_POLICY_PERIOD_SECONDS),
+                            "periodSeconds": min(plan.startup_budget_seconds, HPA_MAX_POLICY_PERIOD_SECONDS),
                         }],
                     },
                 },

@@ -456,8 +456,7 @@ def test_scaled_object_queue_trigger_and_windows() -> None:
     assert behavior["scaleDown"]["policies"] == [{"type": "Pods", "value": 1,
                                                   "periodSeconds": serving_plan.cooldown_seconds}]
     assert behavior["scaleUp"]["policies"] == [{"type": "Pods", "value": 1,
-                                                "periodSeconds": min(1800, serving_plan.startup.node_seconds
-                                                                     + serving_plan.startup_budget_seconds)}]
+                                                "periodSeconds": min(1800, serving_plan.startup_budget_seconds)}]
     assert spec["fallback"] == {"failureThreshold": 3, "replicas": 2}
     assert all(t["type"] not in ("cpu", "memory") for t in spec["triggers"])
     assert "idleReplicaCount" not in spec
