@@ -389,6 +389,8 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
         max_num_seqs=capacity.max_num_seqs, gpus_per_replica=layout.gpus_per_pod * layout.size, gpu_id=gpu.id,
         runai_streamer=streamer, compile_cache_warm=lifecycle.compile_cache_warm,
         enforce_eager="--enforce-eager" in engine.extra_args,
+        # Nodes the stack states exist already; node pools (and nodes assumed from the GPU) may have to be made.
+        nodes_provisioned=not (shape.provisioner == "existing" and shape.setting is not None),
     )
     startup_seconds = lifecycle.startup_budget_seconds or budget.total_seconds
     grace = lifecycle.termination_grace_period_seconds or (

@@ -155,12 +155,15 @@ def startup_budget(
     runai_streamer: bool = False,
     compile_cache_warm: bool = False,
     enforce_eager: bool = False,
+    nodes_provisioned: bool = True,
 ) -> StartupBudget:
     """Seconds from container start to /health answering 200, by phase.
 
     In a LeaderWorkerSet each pod loads only its own shards, so pods read ``checkpoint / pods_per_replica``; all
     pods of a replica compile, profile and capture side by side, so those phases count once. ``compile_cache_warm``
     is a declaration (a first pod has filled the shared compile cache): it never comes from a guess.
+    ``nodes_provisioned`` False: the nodes exist already (stated, not made by the stack or an autoscaler), so only the
+    image pull comes before the container starts.
     """
     if read_gb_per_second is not None:
         bandwidth = read_gb_per_second
@@ -187,9 +190,11 @@ def startup_budget(
               f"{graphs} graphs x {num_hidden_layers} layers"),
     ]
     pull = VLLM_IMAGE_COMPRESSED_GB / IMAGE_PULL_GB_PER_SECOND
-    node_phases = (
+    node_phases: tuple[Phase, ...] = (
         Phase("node provisioning", NODE_PROVISIONING_SECONDS, "a new GPU node (kaito#2325)"),
         Phase("node init", NODE_INIT_SECONDS, "driver, device plugin, GPU discovery (kaito#2325)"),
+    ) if nodes_provisioned else ()
+    node_phases += (
         Phase("image pull", pull, f"~{VLLM_IMAGE_COMPRESSED_GB:g} GB vLLM image at {IMAGE_PULL_GB_PER_SECOND} GB/s"),
     )
     return StartupBudget(

@@ -151,3 +151,18 @@ def test_node_phases_fit_inside_the_rollout_slack() -> None:
 
     budget = startup_budget(16_000_000_000, "local-nvme")
     assert budget.node_seconds <= PROGRESS_SLACK_SECONDS
+
+
+@pytest.mark.parametrize("case, stack, provisioned", [
+    ("render stack with stated nodes: they exist, only the image pull comes first", "local", False),
+    ("EKS managed node group: a node may have to be made", "prod", True),
+    ("Karpenter NodePool: nodes are made for Pending pods", "karpenter", True),
+])
+def test_node_phases_follow_who_makes_the_nodes(case: str, stack: str, provisioned: bool) -> None:
+    from vllm_pulumi.components.manifests import load_stack
+    from vllm_pulumi.runtime.derive import plan_deployment
+
+    plan = plan_deployment(load_stack(stack))[0]
+    names = [phase.name for phase in plan.startup.node_phases]
+    assert ("node provisioning" in names) is provisioned, case
+    assert names[-1] == "image pull", case
