@@ -19,6 +19,7 @@ from .gpus import GIB, GpuFacts, find_gpu
 from .instances import INSTANCES, efa_interfaces_for, find_instance
 from .models import ModelFacts, resolve_model
 from .nodes import (
+    NODEPOOL_PROVISIONERS,
     NodeShape,
     Resources,
     base_shape_for,
@@ -31,7 +32,7 @@ from .nodes import (
 from .parallelism import ParallelLayout, plan_layout
 from .placement import Packing, nodes_needed
 from .planner import CapacityPlan, plan_capacity
-from .spec import DeploymentSpec, EksCluster, ModelDeploymentSpec, SecretRef
+from .spec import DeploymentSpec, EksCluster, ModelDeploymentSpec, SecretRef, StorageSpec
 from .startup import RUNAI_STREAMER_KINDS, StartupBudget, startup_budget
 from .vllm_rules import engine_config_problem
 
@@ -69,6 +70,8 @@ PDB_MAX_UNAVAILABLE = 1
 # The shared compile caches live beside the weights on the model volume, under this directory (outside any model's
 # hydrated directory, so a re-hydration does not delete them).
 COMPILE_CACHE_DIR = ".compile-cache"
+# Storage kinds without a model volume: S3 streams into memory, hf-download fills the pod's own emptyDir.
+VOLUMELESS_STORAGE_KINDS = ("s3-runai-streamer", "hf-download")
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ class ServingPlan:
 
     @property
     def uses_pvc(self) -> bool:
-        return self.spec.storage.kind not in ("s3-runai-streamer", "hf-download")
+        return self.spec.storage.kind not in VOLUMELESS_STORAGE_KINDS
 
     @property
     def multi_node(self) -> bool:
@@ -270,7 +273,7 @@ def _node_setting(shape: NodeShape, quantity: str) -> str | None:
     if shape.setting is None:
         return None
     if shape.setting.startswith("cluster.node_pools"):
-        kind = "instance_types" if shape.provisioner in ("karpenter", "auto-mode") else "instance_type"
+        kind = "instance_types" if shape.provisioner in NODEPOOL_PROVISIONERS else "instance_type"
         return f"{shape.setting}.{'disk_size_gib' if quantity == 'ephemeral_storage_gib' else kind}"
     if shape.instance_type is not None and quantity != "ephemeral_storage_gib":
         return f"{shape.setting}.instance_type"
@@ -373,9 +376,7 @@ def _plan_pods(spec: DeploymentSpec, index: int, shape: NodeShape) -> ServingPla
 
     lifecycle = model_spec.lifecycle
     streamer = uses_runai_streamer(model_spec)
-    shared_cache = (storage.shared_compile_cache and storage.kind not in ("s3-runai-streamer", "hf-download")
-                    and storage.access_mode != "ReadOnlyMany")
-    if lifecycle.compile_cache_warm and not shared_cache:
+    if lifecycle.compile_cache_warm and not shares_compile_cache(storage):
         raise PlanningError(
             f"{path}.lifecycle.compile_cache_warm", True,
             f"storage kind {storage.kind} ({storage.access_mode}) with shared_compile_cache "
@@ -511,20 +512,27 @@ def uses_runai_streamer(spec: ModelDeploymentSpec) -> bool:
 
 
 def runai_streamer_concurrency(plan: ServingPlan) -> int | None:
-    """RUNAI_STREAMER_CONCURRENCY for a shared file system: the stack's, or the storage kind's."""
+    """RUNAI_STREAMER_CONCURRENCY when the pods stream: the stack's, else the shared file system's (None on S3, where
+    vLLM's own default applies)."""
+    if not uses_runai_streamer(plan.spec):
+        return None
     storage = plan.spec.storage
-    if not uses_runai_streamer(plan.spec) or storage.kind not in RUNAI_STREAMER_KINDS:
-        return storage.runai_streamer_concurrency if uses_runai_streamer(plan.spec) else None
-    return storage.runai_streamer_concurrency or RUNAI_STREAMER_KINDS[storage.kind][1]
+    by_kind = RUNAI_STREAMER_KINDS[storage.kind][1] if storage.kind in RUNAI_STREAMER_KINDS else None
+    return storage.runai_streamer_concurrency or by_kind
+
+
+def shares_compile_cache(storage: StorageSpec) -> bool:
+    """Whether pods keep vLLM's compile caches on the model volume: asked for, a volume exists, and it takes writes
+    (a ReadOnlyMany claim cannot: those pods compile into their emptyDir)."""
+    return (storage.shared_compile_cache and storage.kind not in VOLUMELESS_STORAGE_KINDS
+            and storage.access_mode != "ReadOnlyMany")
 
 
 def compile_cache_key(plan: ServingPlan) -> str | None:
     """Directory of the shared compile cache on the model volume: one per model, vLLM version, parallel layout and
     GPU (vLLM hashes its own config into torch_compile_cache too; this keeps Triton and Inductor caches, which it
     does not key by model, apart as well). None: pods keep their caches in their own emptyDir."""
-    storage = plan.spec.storage
-    # A ReadOnlyMany claim cannot take the cache's writes: those pods compile into their emptyDir.
-    if not (storage.shared_compile_cache and plan.uses_pvc) or storage.access_mode == "ReadOnlyMany":
+    if not shares_compile_cache(plan.spec.storage):
         return None
     engine = plan.spec.engine
     return (f"{COMPILE_CACHE_DIR}/{plan.spec.name}/vllm-{engine.vllm_version}/"
@@ -668,7 +676,7 @@ def _pool_plans(spec: DeploymentSpec, shape: NodeShape, on_pool: list[ServingPla
 def _node_pool_warnings(spec: DeploymentSpec, shape: NodeShape, plan: ServingPlan) -> list[str]:
     """A Karpenter / Auto Mode pool whose consolidate_after_seconds (set by hand) is shorter than this model's startup
     budget: an empty node goes before a new replica could have loaded on it (the policy pack refuses it too)."""
-    if shape.provisioner not in ("karpenter", "auto-mode") or not isinstance(spec.cluster, EksCluster):
+    if shape.provisioner not in NODEPOOL_PROVISIONERS or not isinstance(spec.cluster, EksCluster):
         return []
     pool = next((p for p in spec.cluster.node_pools if p.name == shape.pool), None)
     if pool is None or pool.consolidate_after_seconds is None:

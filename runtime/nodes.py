@@ -113,6 +113,11 @@ class Resources:
         return max(0, min(counts)) if counts else 0
 
 
+# Provisioners whose nodes Karpenter launches from a NodePool for Pending pods (pods select them by the labels the
+# NodePool declares; serving pods carry karpenter.sh/do-not-disrupt).
+NODEPOOL_PROVISIONERS = frozenset({"karpenter", "auto-mode"})
+
+
 @dataclass(frozen=True)
 class NodeShape:
     """One node of a pool, as the cluster would report it, and how many such nodes the pool may have."""

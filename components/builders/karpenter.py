@@ -30,7 +30,9 @@ from ...runtime.nodes import (
     KARPENTER_GPU_COUNT_LABEL,
     KARPENTER_GPU_NAME_LABEL,
     NODE_DISK_GIB,
+    GPU_PRODUCT_LABEL,
     NODE_POOL_LABEL,
+    NODEPOOL_PROVISIONERS,
     OS_LABEL,
     NodeShape,
     pool_gpu_names,
@@ -59,7 +61,7 @@ BOTTLEROCKET_OS_VOLUME_GIB = 4
 
 
 def is_karpenter_pool(pool: GpuNodePoolSpec) -> bool:
-    return pool.provisioner in ("karpenter", "auto-mode")
+    return pool.provisioner in NODEPOOL_PROVISIONERS
 
 
 def gpu_name_label(provisioner: str) -> str:
@@ -257,6 +259,20 @@ def karpenter_pod_scheduling(shape: NodeShape) -> dict[str, Any]:
     }
 
 
+def gpu_pool_scheduling(plan: ServingPlan) -> dict[str, Any]:
+    """A pod on the serving GPU pool (the serving pods, and the hydration Job beside them): only nodes with the
+    planned GPU, by GFD's product label, or on a Karpenter or Auto Mode pool by the labels Karpenter knows before the
+    node exists; tolerating the GPU taint those nodes carry (runtime.nodes)."""
+    if plan.node_shape.provisioner in NODEPOOL_PROVISIONERS:
+        selection = karpenter_pod_scheduling(plan.node_shape)
+    else:
+        selection = {"nodeSelector": {GPU_PRODUCT_LABEL: plan.gpu.product_label}}
+    return {
+        **selection,
+        "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
+    }
+
+
 def do_not_disrupt_annotations(shape: NodeShape) -> dict[str, str]:
     """``karpenter.sh/do-not-disrupt: "true"`` on serving pods of a Karpenter or Auto Mode pool.
 
@@ -268,6 +284,6 @@ def do_not_disrupt_annotations(shape: NodeShape) -> dict[str, str]:
     expiry after the NodePool's expireAfter, Karpenter's default 720h) is not prevented; with no terminationGracePeriod
     on our NodePools an expired node's drain waits for such pods to go (a scale-down or a rollout), so a serving pod
     is never cut mid-request by expiry."""
-    if shape.provisioner not in ("karpenter", "auto-mode"):
+    if shape.provisioner not in NODEPOOL_PROVISIONERS:
         return {}
     return {DO_NOT_DISRUPT_ANNOTATION: "true"}

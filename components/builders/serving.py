@@ -25,8 +25,8 @@ from ...runtime.derive import (
     runai_streamer_concurrency,
 )
 from ...runtime.models import catalog_id_for
-from ...runtime.nodes import GPU_PRODUCT_LABEL, GPU_RESOURCE, GPU_TAINT
-from .karpenter import do_not_disrupt_annotations, karpenter_pod_scheduling
+from ...runtime.nodes import GPU_RESOURCE
+from .karpenter import do_not_disrupt_annotations, gpu_pool_scheduling
 from . import labels as lbl
 from .linters import workload_exemptions
 from .modelconfig import model_config_annotation
@@ -305,19 +305,6 @@ def volumes(plan: ServingPlan) -> list[dict[str, Any]]:
     return items
 
 
-def scheduling(plan: ServingPlan) -> dict[str, Any]:
-    """Only nodes with the planned GPU; tolerate the GPU taint those nodes carry (runtime.nodes). On a Karpenter or
-    Auto Mode pool, by labels Karpenter knows before the node exists (builders/karpenter.py)."""
-    if plan.node_shape.provisioner in ("karpenter", "auto-mode"):
-        selection = karpenter_pod_scheduling(plan.node_shape)
-    else:
-        selection = {"nodeSelector": {GPU_PRODUCT_LABEL: plan.gpu.product_label}}
-    return {
-        **selection,
-        "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
-    }
-
-
 def _pod_spec(plan: ServingPlan, container: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {
         # vLLM never calls the Kubernetes API; no token in the pod. (IRSA and EKS Pod Identity inject their own
@@ -327,7 +314,7 @@ def _pod_spec(plan: ServingPlan, container: dict[str, Any]) -> dict[str, Any]:
         # Service links put an env var per Service of the namespace into the engine's environment; not needed.
         "enableServiceLinks": False,
         "securityContext": copy.deepcopy(POD_SECURITY_CONTEXT),
-        **scheduling(plan),
+        **gpu_pool_scheduling(plan),
         "terminationGracePeriodSeconds": plan.termination_grace_period_seconds,
         "containers": [container],
         "volumes": volumes(plan),

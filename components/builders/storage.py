@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...runtime.derive import MODEL_MOUNT_PATH, ServingPlan
-from ...runtime.nodes import GPU_PRODUCT_LABEL, GPU_TAINT
-from .karpenter import karpenter_pod_scheduling
+from .karpenter import gpu_pool_scheduling
 from . import labels as lbl
 from .linters import hydration_exemptions
 from .secrets import HF_TOKEN_SECRET_KEY, build_generated_secret, hf_token_secret_name, secret_env
@@ -26,8 +25,8 @@ STORAGE_COMPONENT = "model-store"
 MARKER_FILE = ".vllm-pulumi-complete"
 # Long enough for a 405B checkpoint (~800 GB) at ~100 MB/s; Pulumi and the Job give up after this.
 HYDRATION_TIMEOUT_SECONDS = 6 * 3600
-# Disk outside the volume: pip's install of the hub client into the writable layer, HOME=/tmp and the logs. The
-# download itself lands on the volume (snapshot_download's local_dir keeps its partial files there too).
+# Disk outside the volume: HOME=/tmp, the hub client's small caches and the logs. The download itself lands on the
+# volume (snapshot_download's local_dir keeps its partial files there too).
 HYDRATION_EPHEMERAL_STORAGE = "2Gi"
 # Llama repos also ship the original PyTorch checkpoint under original/: vLLM reads the safetensors only.
 IGNORE_PATTERNS = "original/*,*.pth"
@@ -135,13 +134,9 @@ def build_hydration_job(
         }],
         "volumes": [{"name": "models", "persistentVolumeClaim": {"claimName": claim_name(plan)}}],
     }
-    # On the serving GPU pool (see the image comment above); for local-nvme also because a node-local volume binds
-    # where its first pod runs.
-    if plan.node_shape.provisioner in ("karpenter", "auto-mode"):
-        pod_spec.update(karpenter_pod_scheduling(plan.node_shape))
-    else:
-        pod_spec["nodeSelector"] = {GPU_PRODUCT_LABEL: plan.gpu.product_label}
-    pod_spec["tolerations"] = [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}]
+    # On the serving GPU pool, placed like the serving pods (see the image comment above); for local-nvme also
+    # because a node-local volume binds where its first pod runs.
+    pod_spec.update(gpu_pool_scheduling(plan))
     annotations = {"pulumi.com/timeoutSeconds": str(HYDRATION_TIMEOUT_SECONDS), **hydration_exemptions(plan)}
     if skip_await:
         annotations["pulumi.com/skipAwait"] = "true"
