@@ -85,7 +85,8 @@ def resolve(label: str, value: str) -> GpuPin:
     return GpuPin(label, value, find_gpu(gpu_id) if gpu_id else None, True)
 
 
-def _required_terms(spec: Mapping[str, Any]) -> list[Any]:
+def required_node_terms(spec: Mapping[str, Any]) -> list[Any]:
+    """The nodeSelectorTerms of a pod spec's required node affinity (ORed by the scheduler); [] without any."""
     affinity = spec.get("affinity")
     node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
     required = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -105,7 +106,7 @@ def gpu_pins(spec: Mapping[str, Any]) -> list[GpuPin]:
         for label in LABELS:
             if selector.get(label):
                 pins.append(resolve(label, str(selector[label])))
-    for term in _required_terms(spec):
+    for term in required_node_terms(spec):
         expressions = term.get("matchExpressions") if isinstance(term, dict) else None
         for expression in expressions if isinstance(expressions, list) else []:
             if not isinstance(expression, dict) or expression.get("operator") != "In":

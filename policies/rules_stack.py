@@ -13,6 +13,7 @@ from vllm_pulumi.runtime.gpus import find_gpu
 from vllm_pulumi.runtime.instances import find_instance
 from vllm_pulumi.runtime.nodes import INSTANCE_TYPE_LABEL, NODE_POOL_LABEL, node_labels
 
+from .gpu_labels import required_node_terms
 from .registry import Setting, Violation, rule
 from .rules_workload import container_port, server_has_api_key, vllm_port
 from .workload import (
@@ -600,9 +601,7 @@ def pool_admits(pool: Resource, pod_spec: Mapping[str, Any]) -> bool:
         allowed = _allowed_values(str(key), labels, requirements, open_)
         if allowed is not None and str(value) not in allowed:
             return False
-    affinity = mapping(mapping(mapping(pod_spec.get("affinity")).get("nodeAffinity"))
-                       .get("requiredDuringSchedulingIgnoredDuringExecution"))
-    terms = [mapping(term) for term in sequence(affinity.get("nodeSelectorTerms"))]
+    terms = [mapping(term) for term in required_node_terms(pod_spec)]
     if not terms:
         return True
 
