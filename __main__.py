@@ -12,8 +12,8 @@ import pulumi
 from vllm_pulumi.components.builders.addons import build_addons, render_mode_notes
 from vllm_pulumi.components.provider import build_provider
 from vllm_pulumi.components.stack import VllmStack, pulumi_secret_keys
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.plans import plan_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError, parse_deployment
 
 
 def program() -> None:

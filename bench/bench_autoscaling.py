@@ -90,8 +90,8 @@ def back_to_min(scaled: Autoscaled) -> None:
 
 
 def bench_stack(name: str, factor: int, runs: int, work: Path) -> None:
-    from vllm_pulumi.runtime.derive import plan_deployment
-    from vllm_pulumi.runtime.spec import parse_deployment
+    from vllm_pulumi.runtime.planning.plans import plan_deployment
+    from vllm_pulumi.runtime.spec.validation import parse_deployment
 
     raw, _ = simulated_variant(name, work / "unused-kubeconfig")
     plan = plan_deployment(parse_deployment(raw))[0]

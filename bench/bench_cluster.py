@@ -103,8 +103,8 @@ def main() -> int:
 
     from vllm_pulumi.components.kube import is_custom_resource
     from vllm_pulumi.components.manifests import build_manifests
-    from vllm_pulumi.runtime.nodes import node_shapes
-    from vllm_pulumi.runtime.spec import parse_deployment
+    from vllm_pulumi.runtime.planning.plans import node_shapes
+    from vllm_pulumi.runtime.spec.validation import parse_deployment
 
     load = os.getloadavg()
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")

@@ -13,8 +13,10 @@ from typing import Any
 
 import yaml
 
-from ..runtime.derive import ServingPlan, plan_deployment
-from ..runtime.spec import DeploymentSpec, EksCluster, parse_deployment
+from vllm_pulumi.runtime.planning.plans import ServingPlan, plan_deployment
+from vllm_pulumi.runtime.spec.cluster import EksCluster
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.spec.validation import parse_deployment
 from .builders.autoscaling import build_scaled_object
 from .builders.karpenter import build_karpenter_objects
 from .builders.network import build_namespace, build_network

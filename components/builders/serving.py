@@ -11,9 +11,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ...runtime import annotations as ann
-from ...runtime.derive import (
-    EFA_RESOURCE,
+from vllm_pulumi.runtime import annotations as ann
+from vllm_pulumi.runtime.facts.models import catalog_id_for
+from vllm_pulumi.runtime.planning.plans import (
     LIVENESS_PROBE_PERIOD_SECONDS,
     MODEL_MOUNT_PATH,
     PDB_MAX_UNAVAILABLE,
@@ -24,8 +24,7 @@ from ...runtime.derive import (
     compile_cache_key,
     runai_streamer_concurrency,
 )
-from ...runtime.models import catalog_id_for
-from ...runtime.nodes import GPU_RESOURCE
+from vllm_pulumi.runtime.vocabulary import EFA_RESOURCE, GPU_RESOURCE
 from .karpenter import do_not_disrupt_annotations, gpu_pool_scheduling
 from . import labels as lbl
 from .linters import workload_exemptions

@@ -6,8 +6,9 @@ import copy
 from typing import Any
 
 from vllm_pulumi.components.builders.addons import deep_merge
-from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.spec import DeploymentSpec, parse_deployment
+from vllm_pulumi.runtime.planning.plans import ServingPlan, plan_deployment
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.spec.validation import parse_deployment
 
 MODEL: dict[str, Any] = {
     "name": "llm",

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vllm_pulumi.components.manifests import read_stack_config
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError, parse_deployment
 
 from .mocking import run_program_expecting_error
 

@@ -13,12 +13,14 @@ from vllm_pulumi.components.builders.addons import deep_merge, gpu_operator_valu
 from vllm_pulumi.components.builders.serving import build_workload
 from vllm_pulumi.components.builders.storage import build_storage
 from vllm_pulumi.components.manifests import build_manifests, load_stack
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.gpus import GPUS
-from vllm_pulumi.runtime.instances import instances_with
-from vllm_pulumi.runtime.nodes import NODE_POOL_LABEL, pool_shape
-from vllm_pulumi.runtime.spec import DeploymentSpec, EksCluster, GpuNodePoolSpec, ObservabilitySpec, SpecError, \
-    parse_deployment
+from vllm_pulumi.runtime.planning.plans import plan_deployment
+from vllm_pulumi.runtime.facts.gpus import GPUS
+from vllm_pulumi.runtime.facts.instances import instances_with
+from vllm_pulumi.runtime.planning.nodes import NODE_POOL_LABEL, pool_shape
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec, ObservabilitySpec
+from vllm_pulumi.runtime.spec.cluster import EksCluster
+from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
+from vllm_pulumi.runtime.spec.validation import SpecError, parse_deployment
 
 from .specs import MODEL
 
@@ -207,7 +209,7 @@ def test_local_nvme_hydration_job_lands_on_the_same_pool() -> None:
     pytest.param(["managed-node-group"], True, False, id="node-groups-unchanged"),
 ])
 def test_gpu_operator_follows_the_provisioner(provisioners: list[str], device_plugin: bool, driver: bool) -> None:
-    from vllm_pulumi.runtime.spec import GpuOperatorSpec
+    from vllm_pulumi.runtime.spec.deployment import GpuOperatorSpec
 
     values = gpu_operator_values(GpuOperatorSpec(), "eks", ObservabilitySpec(), provisioners)
     assert (values["devicePlugin"]["enabled"], values["driver"]["enabled"], values["toolkit"]["enabled"]) == (

@@ -19,9 +19,11 @@ import yaml
 
 from vllm_pulumi.components.builders import labels as lbl
 from vllm_pulumi.components.manifests import CONFIG_KEY, build_manifests, read_stack_config
-from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.nodes import NodeShape, node_shapes
-from vllm_pulumi.runtime.spec import DeploymentSpec, parse_deployment
+from vllm_pulumi.runtime.planning.plans import ServingPlan, plan_deployment
+from vllm_pulumi.runtime.planning.nodes import NodeShape
+from vllm_pulumi.runtime.planning.plans import node_shapes
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.spec.validation import parse_deployment
 
 from .cluster import SimulatedCluster, pod_ready
 from .engine import copy_project, output_of, run_pulumi, write_stack

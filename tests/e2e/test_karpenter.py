@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
-from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.instances import INSTANCES, find_instance
-from vllm_pulumi.runtime.nodes import (
+from vllm_pulumi.runtime.planning.plans import ServingPlan, plan_deployment
+from vllm_pulumi.runtime.facts.instances import INSTANCES, find_instance
+from vllm_pulumi.runtime.vocabulary import (
     CAPACITY_TYPE_LABEL,
     DO_NOT_DISRUPT_ANNOTATION,
     GPU_RESOURCE,
@@ -32,9 +32,10 @@ from vllm_pulumi.runtime.nodes import (
     INSTANCE_TYPE_LABEL,
     KARPENTER_GPU_NAME_LABEL,
     KARPENTER_NODEPOOL_LABEL,
-    stated_nodes_shape,
 )
-from vllm_pulumi.runtime.spec import GpuNodesSpec, parse_deployment
+from vllm_pulumi.runtime.planning.nodes import stated_nodes_shape
+from vllm_pulumi.runtime.spec.cluster import GpuNodesSpec
+from vllm_pulumi.runtime.spec.validation import parse_deployment
 
 from ..schema import crd_files
 from .cluster import SimulatedCluster, pod_ready, simulated_cluster

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.spec import parse_deployment
+from vllm_pulumi.runtime.planning.plans import plan_deployment
+from vllm_pulumi.runtime.spec.validation import parse_deployment
 
 from ..toolchain import BINARIES
 

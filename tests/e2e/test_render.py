@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
-from vllm_pulumi.runtime.spec import parse_deployment
+from vllm_pulumi.runtime.spec.validation import parse_deployment
 
 from .engine import copy_project, render_variant, requires_engine, run_pulumi
 

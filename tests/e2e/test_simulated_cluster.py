@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.manifests import build_manifests
-from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.nodes import GPU_RESOURCE, node_shapes
-from vllm_pulumi.runtime.spec import parse_deployment
+from vllm_pulumi.runtime.planning.plans import ServingPlan, plan_deployment
+from vllm_pulumi.runtime.vocabulary import GPU_RESOURCE
+from vllm_pulumi.runtime.planning.plans import node_shapes
+from vllm_pulumi.runtime.spec.validation import parse_deployment
 
 from ..schema import crd_files
 from .cluster import SimulatedCluster, pod_ready, simulated_cluster

@@ -14,7 +14,7 @@ import yaml
 
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
 from vllm_pulumi.policies.engine import Config, evaluate_objects
-from vllm_pulumi.runtime.spec import parse_deployment
+from vllm_pulumi.runtime.spec.validation import parse_deployment
 
 RULE = "rollout-no-unavailable"
 REFERENCE = Path(__file__).parent / "fixtures" / "reference" / "single-node.yaml"

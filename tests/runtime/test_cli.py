@@ -120,8 +120,8 @@ def test_stack_file_report_is_the_programs_plan_including_overrides(tmp_path: Pa
     """overhead_gib and startup_budget_seconds set in the stack reach the report, as they reach the deployment."""
     import yaml
 
-    from vllm_pulumi.runtime.derive import plan_deployment
-    from vllm_pulumi.runtime.spec import parse_deployment
+    from vllm_pulumi.runtime.planning.plans import plan_deployment
+    from vllm_pulumi.runtime.spec.validation import parse_deployment
 
     raw = yaml.safe_load((REPO / "stacks" / "Pulumi.local.yaml").read_text())
     model = raw["config"]["vllm-pulumi:deployment"]["models"][0]

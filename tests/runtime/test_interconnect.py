@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.builders.serving import build_workload
-from vllm_pulumi.runtime.derive import EFA_RESOURCE, plan_deployment
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.vocabulary import EFA_RESOURCE
+from vllm_pulumi.runtime.planning.plans import plan_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError, parse_deployment
 
 
 def eks_stack(*, tp: int, pp: int, efa: bool | None = None, **model: Any) -> dict[str, Any]:

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from vllm_pulumi.runtime.nodes import (
+from vllm_pulumi.runtime.planning.nodes import (
     allocatable_ephemeral_storage_gib,
-    node_shape_for,
-    node_shapes,
     reserved_cpu_millicores,
     reserved_memory_mib,
 )
-from vllm_pulumi.runtime.spec import DeploymentSpec, SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.plans import node_shape_for, node_shapes
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.spec.validation import SpecError, parse_deployment
 
 MODEL: dict[str, Any] = {
     "name": "llama", "model": "llama-3.1-8b", "gpu": "rtx-4090",

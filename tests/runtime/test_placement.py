@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.manifests import read_stack_config
-from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.placement import Packing, nodes_needed
-from vllm_pulumi.runtime.nodes import Resources
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.plans import ServingPlan, plan_deployment
+from vllm_pulumi.runtime.planning.placement import Packing, nodes_needed
+from vllm_pulumi.runtime.planning.nodes import Resources
+from vllm_pulumi.runtime.spec.validation import SpecError, parse_deployment
 
 MODEL: dict[str, Any] = {
     "name": "llama", "model": "llama-3.1-8b", "gpu": "rtx-4090",

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.plans import plan_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError, parse_deployment
 
 
 def valid_spec(**model_overrides: Any) -> dict[str, Any]:

@@ -43,11 +43,11 @@ from hypothesis import strategies as st
 
 from tests.runtime.test_vllm_crosscheck import PROBE, _language_model_config, vllm_python
 from tests.runtime.test_vllm_verdicts import PINNED, Pinned, pinned_stack
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.gpus import find_gpu, gpu_ids
-from vllm_pulumi.runtime.models import CATALOG
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
-from vllm_pulumi.runtime.vllm_flags import QUANTIZATION_METHODS, SERVE_FLAGS
+from vllm_pulumi.runtime.planning.plans import plan_deployment
+from vllm_pulumi.runtime.facts.gpus import find_gpu, gpu_ids
+from vllm_pulumi.runtime.facts.model_catalog import CATALOG
+from vllm_pulumi.runtime.spec.validation import SpecError, parse_deployment
+from vllm_pulumi.runtime.facts.vllm_flags import QUANTIZATION_METHODS, SERVE_FLAGS
 
 pytestmark = pytest.mark.vllm
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.plans import plan_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError, parse_deployment
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import UnknownIdError, closest
-from .instances import find_instance, instances_with
+from vllm_pulumi.runtime.errors import UnknownIdError, closest
+from vllm_pulumi.runtime.facts.instances import find_instance, instances_with
 
 MIB = 1024**2
 GIB = 1024**3

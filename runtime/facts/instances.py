@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import UnknownIdError, closest
+from vllm_pulumi.runtime.errors import UnknownIdError, closest
 
 
 @dataclass(frozen=True)

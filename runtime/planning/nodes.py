@@ -21,38 +21,31 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from .errors import PlanningError
-from .gpus import GpuFacts, find_gpu
-from .instances import INSTANCES, InstanceFacts, find_instance, instances_with
-from .spec import DeploymentSpec, EksCluster, GpuNodePoolSpec, GpuNodesSpec
+from vllm_pulumi.runtime.errors import PlanningError
+from vllm_pulumi.runtime.facts.gpus import GpuFacts, find_gpu
+from vllm_pulumi.runtime.facts.instances import INSTANCES, InstanceFacts, find_instance, instances_with
+from vllm_pulumi.runtime.spec.cluster import EksCluster, GpuNodesSpec
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
+from vllm_pulumi.runtime.vocabulary import (
+    ARCH_LABEL,
+    AUTO_MODE_GPU_COUNT_LABEL,
+    AUTO_MODE_GPU_NAME_LABEL,
+    GPU_COUNT_LABEL,
+    GPU_MEMORY_LABEL,
+    GPU_PRESENT_LABEL,
+    GPU_PRODUCT_LABEL,
+    GPU_TAINT,
+    INSTANCE_TYPE_LABEL,
+    KARPENTER_GPU_COUNT_LABEL,
+    KARPENTER_GPU_NAME_LABEL,
+    KARPENTER_NODEPOOL_LABEL,
+    OS_LABEL,
+)
 
-# ---- labels and taints a GPU node carries ---------------------------------------------------------------------------
-GPU_RESOURCE = "nvidia.com/gpu"
-"""The device plugin's extended resource."""
+# ---- the label this project puts on the nodes of its pools ---------------------------------------------------------
 NODE_POOL_LABEL = "vllm-pulumi.dev/node-pool"
 """Set on the nodes of each pool this project creates (EKS node group labels)."""
-# GPU Feature Discovery (part of the GPU Operator) labels every GPU node with these.
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-GPU_COUNT_LABEL = "nvidia.com/gpu.count"
-GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
-# The kubelet sets these well-known labels itself.
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-ARCH_LABEL = "kubernetes.io/arch"
-OS_LABEL = "kubernetes.io/os"
-GPU_TAINT: dict[str, str] = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
-"""Keeps pods that do not ask for GPUs off GPU nodes; the serving pods tolerate it."""
-# Labels Karpenter (sigs.k8s.io/karpenter pkg/apis/v1/labels.go, karpenter-provider-aws pkg/apis/v1/labels.go) and
-# EKS Auto Mode put on the nodes they launch. Karpenter knows their values before a node exists, so a pod that
-# selects by them (or by a label of the NodePool's template) can make it launch one; GFD's nvidia.com/gpu.product
-# appears only after the node runs, so a Karpenter pool's pods must not select by it.
-KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
-CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
-DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"
-KARPENTER_GPU_NAME_LABEL = "karpenter.k8s.aws/instance-gpu-name"
-KARPENTER_GPU_COUNT_LABEL = "karpenter.k8s.aws/instance-gpu-count"
-AUTO_MODE_GPU_NAME_LABEL = "eks.amazonaws.com/instance-gpu-name"
-AUTO_MODE_GPU_COUNT_LABEL = "eks.amazonaws.com/instance-gpu-count"
 
 # ---- sizes and the kubelet reserve ----------------------------------------------------------------------------------
 # Root disk of a GPU node: the vLLM image (~20 GB unpacked), containerd's copy while pulling, logs, and slack.
@@ -414,24 +407,3 @@ def state_nodes_hint(spec: DeploymentSpec, gpu: GpuFacts) -> str:
         return f"add a cluster.node_pools entry with an instance type carrying {gpu.id}"
     return (f"state them in {_nodes_setting(spec)} (name, count, and instance_type or gpu, gpus_per_node, vcpus, "
             "memory_gib)")
-
-
-def node_shapes(spec: DeploymentSpec) -> list[NodeShape]:
-    """Every pool of the stack, stated or assumed, in order: the stated pools, then the assumed ones by model.
-
-    Assumed pools carry the node count the planner assumed for them (every model on them at max scale plus a surge
-    replica each), so a simulated cluster built from these shapes is the cluster the plan was made for.
-    """
-    from .derive import plan_deployment  # counting an assumed pool's nodes needs the pods' requests
-
-    shapes = {shape.pool: shape for shape in stated_shapes(spec)}
-    for plan in plan_deployment(spec):
-        shapes.setdefault(plan.node_shape.pool, plan.node_shape)
-    return list(shapes.values())
-
-
-def node_shape_for(spec: DeploymentSpec, model_index: int) -> NodeShape:
-    """The pool a model's serving pods land on (with the planner's node count when assumed)."""
-    from .derive import plan_deployment
-
-    return plan_deployment(spec)[model_index].node_shape

@@ -13,12 +13,13 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
-from .engine import DEFAULT_IMAGE_REPOSITORY, ExecutorBackend
-from .errors import PlanningError
-from .gpus import GIB, GpuFacts, find_gpu
-from .instances import INSTANCES, efa_interfaces_for, find_instance
-from .models import ModelFacts, resolve_model
-from .nodes import (
+from vllm_pulumi.runtime.errors import PlanningError
+from vllm_pulumi.runtime.facts.gpus import GIB, GpuFacts, find_gpu
+from vllm_pulumi.runtime.facts.instances import INSTANCES, efa_interfaces_for, find_instance
+from vllm_pulumi.runtime.facts.models import ModelFacts, resolve_model
+from vllm_pulumi.runtime.facts.vllm_rules import engine_config_problem
+from vllm_pulumi.runtime.planning.capacity import CapacityPlan, plan_capacity
+from vllm_pulumi.runtime.planning.nodes import (
     NODEPOOL_PROVISIONERS,
     NodeShape,
     Resources,
@@ -29,16 +30,17 @@ from .nodes import (
     stated_shapes,
     with_node_count,
 )
-from .parallelism import ParallelLayout, plan_layout
-from .placement import Packing, nodes_needed
-from .planner import CapacityPlan, plan_capacity
-from .spec import DeploymentSpec, EksCluster, ModelDeploymentSpec, SecretRef, StorageSpec
-from .startup import RUNAI_STREAMER_KINDS, StartupBudget, startup_budget
-from .vllm_rules import engine_config_problem
+from vllm_pulumi.runtime.planning.parallelism import ParallelLayout, plan_layout
+from vllm_pulumi.runtime.planning.placement import Packing, nodes_needed
+from vllm_pulumi.runtime.planning.startup import RUNAI_STREAMER_KINDS, StartupBudget, startup_budget
+from vllm_pulumi.runtime.spec.cluster import EksCluster
+from vllm_pulumi.runtime.spec.common import SecretRef
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.spec.engine import DEFAULT_IMAGE_REPOSITORY, ExecutorBackend
+from vllm_pulumi.runtime.spec.model import ModelDeploymentSpec, StorageSpec
+from vllm_pulumi.runtime.vocabulary import EFA_RESOURCE
 
 MODEL_MOUNT_PATH = "/models"
-# The extended resource the AWS EFA Kubernetes device plugin advertises, one per EFA interface of the node.
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
 # Probe cadences: startup polls every 10 s; readiness every 5 s so a drained pod leaves endpoints fast.
 STARTUP_PROBE_PERIOD_SECONDS = 10
 READINESS_PROBE_PERIOD_SECONDS = 5
@@ -779,3 +781,20 @@ def plan_deployment(spec: DeploymentSpec) -> list[ServingPlan]:
 def plan_model(spec: DeploymentSpec, index: int) -> ServingPlan:
     """One model's plan (its rollout depends on the other models on its pool, so the whole stack is planned)."""
     return plan_deployment(spec)[index]
+
+
+def node_shapes(spec: DeploymentSpec) -> list[NodeShape]:
+    """Every pool of the stack, stated or assumed, in order: the stated pools, then the assumed ones by model.
+
+    Assumed pools carry the node count the planner assumed for them (every model on them at max scale plus a surge
+    replica each), so a simulated cluster built from these shapes is the cluster the plan was made for.
+    """
+    shapes = {shape.pool: shape for shape in stated_shapes(spec)}
+    for plan in plan_deployment(spec):
+        shapes.setdefault(plan.node_shape.pool, plan.node_shape)
+    return list(shapes.values())
+
+
+def node_shape_for(spec: DeploymentSpec, model_index: int) -> NodeShape:
+    """The pool a model's serving pods land on (with the planner's node count when assumed)."""
+    return plan_deployment(spec)[model_index].node_shape

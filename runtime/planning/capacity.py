@@ -15,12 +15,17 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from .engine import MAX_SAFE_GPU_MEMORY_UTILIZATION, EngineSettings
-from .errors import PlanningError
-from .gpus import GIB, GpuFacts
-from .kvcache import ASYNC_SCHEDULING_EXTRA_BATCHES, KvCacheGroup, layer_sliding_windows, plan_kv_cache
-from .models import ModelFacts
-from .parallelism import pipeline_stage_layers, tensor_parallel_problems
+from vllm_pulumi.runtime.errors import PlanningError
+from vllm_pulumi.runtime.facts.gpus import GIB, GpuFacts
+from vllm_pulumi.runtime.facts.models import ModelFacts
+from vllm_pulumi.runtime.planning.kvcache import (
+    ASYNC_SCHEDULING_EXTRA_BATCHES,
+    KvCacheGroup,
+    layer_sliding_windows,
+    plan_kv_cache,
+)
+from vllm_pulumi.runtime.planning.parallelism import pipeline_stage_layers, tensor_parallel_problems
+from vllm_pulumi.runtime.spec.engine import MAX_SAFE_GPU_MEMORY_UTILIZATION, EngineSettings
 
 # vLLM's default KV block: 16 tokens per page.
 BLOCK_SIZE_TOKENS = 16
