@@ -1,8 +1,9 @@
-"""The typed deployment spec: one pydantic model tree for everything a stack deploys.
+"""From a stack's raw ``deployment`` value to a DeploymentSpec, and every problem found on the way.
 
-``parse_deployment(raw)`` is the only way in: it validates the shape (pydantic, ``extra="forbid"``), then the settings
-against each other and against the model and GPU facts, and raises ``SpecError`` listing every problem with the
-field path as written in the stack file, the value, the reason and a valid alternative.
+``parse_spec(raw)`` validates the shape (pydantic, ``extra="forbid"``) and each object's own checks, and raises
+``SpecError`` listing every problem with the field path as written in the stack file, the value, the reason and a
+valid alternative. The checks of the settings against each other and against the model and GPU facts need the
+planner: runtime/planning/deployment.py (``load_deployment``) runs them next, reporting through the same SpecError.
 """
 
 from __future__ import annotations
@@ -91,19 +92,12 @@ def issues_from_validation(error: ValidationError, root: str = "") -> list[Plann
     return issues
 
 
-def parse_deployment(raw: object, root: str = "") -> DeploymentSpec:
+def parse_spec(raw: object, root: str = "") -> DeploymentSpec:
     """Validate a stack's ``deployment`` config (a plain dict) into a DeploymentSpec, or raise SpecError."""
     if not isinstance(raw, dict):
         raise SpecError([PlanningError(root or "deployment", type(raw).__name__, "must be a mapping of settings",
                                        "see stacks/Pulumi.local.yaml for an example")])
     try:
-        spec = DeploymentSpec.model_validate(raw)
+        return DeploymentSpec.model_validate(raw)
     except ValidationError as error:
         raise SpecError(issues_from_validation(error, root)) from None
-    # the cross-field checks need the planner, which needs the spec types
-    from vllm_pulumi.runtime.planning.plans import check_deployment
-
-    issues = check_deployment(spec, root)
-    if issues:
-        raise SpecError(issues)
-    return spec

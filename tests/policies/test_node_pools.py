@@ -15,7 +15,7 @@ from vllm_pulumi.policies.rules_stack import (
     pool_admits,
 )
 from vllm_pulumi.policies.workload import Resource
-from vllm_pulumi.runtime.planning.plans import plan_deployment
+from vllm_pulumi.runtime.planning.deployment import plan_deployment
 from vllm_pulumi.runtime.spec.cluster import EksCluster
 
 
