@@ -22,11 +22,10 @@ from vllm_pulumi.runtime.planning.nodes import (
     NODE_POOL_LABEL,
     NODEPOOL_PROVISIONERS,
     NodeShape,
-    pool_gpu_names,
-    pool_instances,
     pool_node_group_labels,
 )
 from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.planning.pools import pool_gpu_names, pool_instances
 from vllm_pulumi.runtime.spec.cluster import EksCluster
 from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
 from vllm_pulumi.runtime.vocabulary import (

@@ -266,12 +266,6 @@ def parse_config(config: dict[str, Any], name: str, hf_id: str = "") -> ModelFac
     kv_heads = int(_get(config, "num_key_value_heads", "num_kv_heads", default=heads))
     head_dim = int(_get(config, "head_dim", default=hidden // heads))
     num_experts = int(_get(config, "num_experts", "n_routed_experts", "num_local_experts", default=0))
-    first_dense = int(_get(config, "first_k_dense_replace", default=0))
-    mlp_only = [int(i) for i in (config.get("mlp_only_layers") or [])]
-    step = int(_get(config, "decoder_sparse_step", default=1))
-    dense_layers = set(range(first_dense)) | set(mlp_only)
-    if num_experts and step > 1:
-        dense_layers |= {i for i in range(layers) if (i + 1) % step != 0}
     model_type = str(config.get("model_type", ""))
     # Mixtral names its expert width intermediate_size; DeepSeek/Qwen use moe_intermediate_size.
     moe_width = int(_get(config, "moe_intermediate_size", default=0)) or (
@@ -303,13 +297,25 @@ def parse_config(config: dict[str, Any], name: str, hf_id: str = "") -> ModelFac
         moe_intermediate_size=moe_width,
         num_shared_experts=int(_get(config, "n_shared_experts", default=0)),
         shared_expert_intermediate_size=int(_get(config, "shared_expert_intermediate_size", default=0)),
-        dense_layer_indices=tuple(sorted(dense_layers)) if num_experts else (),
+        dense_layer_indices=_dense_layer_indices(config, layers) if num_experts else (),
         layer_types=_layer_types(config, layers),
         sliding_window=config.get("sliding_window") if config.get("use_sliding_window") is not False else None,
         model_type=model_type,
         torch_dtype=_auto_dtype(config),
     )
     return facts
+
+
+def _dense_layer_indices(config: dict[str, Any], layers: int) -> tuple[int, ...]:
+    """The layers of an MoE model that keep a dense MLP: DeepSeek's first_k_dense_replace, Qwen's mlp_only_layers,
+    and with a decoder_sparse_step above 1 every layer between two sparse ones."""
+    first_dense = int(_get(config, "first_k_dense_replace", default=0))
+    mlp_only = [int(i) for i in (config.get("mlp_only_layers") or [])]
+    step = int(_get(config, "decoder_sparse_step", default=1))
+    dense_layers = set(range(first_dense)) | set(mlp_only)
+    if step > 1:
+        dense_layers |= {i for i in range(layers) if (i + 1) % step != 0}
+    return tuple(sorted(dense_layers))
 
 
 def _auto_dtype(config: dict[str, Any]) -> str:

@@ -7,10 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vllm_pulumi.runtime.errors import PlanningError
-from vllm_pulumi.runtime.planning.nodes import NodeShape, stated_shapes
+from vllm_pulumi.runtime.planning.nodes import NodeShape
 from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.planning.pods import plan_pods
-from vllm_pulumi.runtime.planning.pools import by_pool, min_scale_issues, model_shapes, stated_node_issues
+from vllm_pulumi.runtime.planning.pools import (
+    by_pool,
+    min_scale_issues,
+    model_shapes,
+    stated_node_issues,
+    stated_shapes,
+)
 from vllm_pulumi.runtime.planning.rollout import pool_plans
 from vllm_pulumi.runtime.planning.secrets import secret_issues
 from vllm_pulumi.runtime.spec.deployment import DeploymentSpec

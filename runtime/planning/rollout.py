@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from vllm_pulumi.runtime.planning.node_fit import node_setting
-from vllm_pulumi.runtime.planning.nodes import NodeShape, Resources, state_nodes_hint, with_node_count
+from vllm_pulumi.runtime.planning.nodes import NodeShape, Resources, with_node_count
 from vllm_pulumi.runtime.planning.placement import Packing, nodes_needed
 from vllm_pulumi.runtime.planning.plans import RolloutPlan, ServingPlan
-from vllm_pulumi.runtime.planning.pools import node_pool_warnings, per_node_text
+from vllm_pulumi.runtime.planning.pools import node_pool_warnings, per_node_text, state_nodes_hint
 from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
 
 # Groups a LeaderWorkerSet rollout may add (its maxSurge when it surges); LWS surges only above this many replicas.

@@ -16,7 +16,8 @@ from vllm_pulumi.components.manifests import build_manifests, load_stack
 from vllm_pulumi.runtime.facts.gpus import GPUS
 from vllm_pulumi.runtime.facts.instances import instances_with
 from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
-from vllm_pulumi.runtime.planning.nodes import NODE_POOL_LABEL, pool_shape
+from vllm_pulumi.runtime.planning.nodes import NODE_POOL_LABEL
+from vllm_pulumi.runtime.planning.pools import pool_shape
 from vllm_pulumi.runtime.spec.cluster import EksCluster
 from vllm_pulumi.runtime.spec.deployment import DeploymentSpec, ObservabilitySpec
 from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec

@@ -24,8 +24,8 @@ import pytest
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
 from vllm_pulumi.runtime.facts.instances import INSTANCES, find_instance
 from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
-from vllm_pulumi.runtime.planning.nodes import stated_nodes_shape
 from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.planning.pools import stated_nodes_shape
 from vllm_pulumi.runtime.spec.cluster import GpuNodesSpec
 from vllm_pulumi.runtime.vocabulary import (
     CAPACITY_TYPE_LABEL,
