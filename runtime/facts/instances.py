@@ -18,7 +18,7 @@ from vllm_pulumi.runtime.errors import UnknownIdError, closest
 class InstanceFacts:
     instance_type: str
     gpu_id: str
-    """Catalog id of the GPU it carries (runtime.gpus)."""
+    """Catalog id of the GPU it carries (runtime/facts/gpus.py)."""
     gpus: int
     vcpus: int
     memory_gib: int

@@ -33,7 +33,8 @@ WEIGHT_BYTES_BY_FORMAT: dict[str, float] = {
 }
 
 # Layer types vLLM allocates KV cache for differently from full attention. Sliding-window layers keep about
-# `window` tokens (runtime.kvcache does vLLM's arithmetic for them; chunked local attention is allocated as full).
+# `window` tokens (runtime/planning/kvcache.py does vLLM's arithmetic for them; chunked local attention is allocated
+# as full).
 # Linear-attention and state-space layers keep a fixed-size state instead of a KV cache: not modelled at all.
 _SLIDING = {"sliding_attention", "sliding_window", "local", "chunked_attention"}
 _FULL = {"full_attention", "attention", "global"}

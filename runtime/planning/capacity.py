@@ -133,7 +133,7 @@ class CapacityPlan:
     kv_bytes_per_token_per_gpu: int
     kv_bytes_per_token_per_replica: int
     kv_cache_tokens: int
-    """vLLM's "GPU KV cache size" line: sliding-window layers hold only their window (runtime.kvcache)."""
+    """vLLM's "GPU KV cache size" line: sliding-window layers hold only their window (planning/kvcache.py)."""
     max_model_len: int
     max_num_seqs: int
     max_num_batched_tokens: int

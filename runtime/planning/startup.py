@@ -77,7 +77,7 @@ SAFETY_FACTOR = 1.5
 NODE_PROVISIONING_SECONDS = 284
 # GPU driver, device plugin and GPU feature discovery until the GPUs are allocatable: 126 s (kaito#2325).
 NODE_INIT_SECONDS = 126
-# Compressed size of vllm/vllm-openai for the pinned release (~20 GB unpacked, runtime/nodes.py); an estimate.
+# Compressed size of vllm/vllm-openai for the pinned release (~20 GB unpacked, runtime/planning/nodes.py); an estimate.
 VLLM_IMAGE_COMPRESSED_GB = 10.0
 # Pull and unpack: kaito#2325 pulled a 5.60 GB image in 101 s, 0.055 GB/s.
 IMAGE_PULL_GB_PER_SECOND = 0.055

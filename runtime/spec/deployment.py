@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from vllm_pulumi.runtime.spec.cluster import ClusterSpec, EksCluster
-from vllm_pulumi.runtime.spec.common import K8S_NAME, DNS_LABEL, StrictModel
+from vllm_pulumi.runtime.spec.common import DNS_LABEL, K8S_NAME, StrictModel
 from vllm_pulumi.runtime.spec.model import ModelDeploymentSpec
 
 
