@@ -12,18 +12,18 @@ import pulumi
 from vllm_pulumi.components.builders.addons import build_addons, render_mode_notes
 from vllm_pulumi.components.provider import build_provider
 from vllm_pulumi.components.stack import VllmStack, pulumi_secret_keys
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError
 
 
 def program() -> None:
     config = pulumi.Config("vllm-pulumi")
     try:
-        spec = parse_deployment(config.require_object("deployment"), root="vllm-pulumi:deployment")
+        planned = load_deployment(config.require_object("deployment"), root="vllm-pulumi:deployment")
     except SpecError as error:
         raise pulumi.RunError(str(error)) from None
+    spec, plans = planned.spec, planned.plans
     secrets = {key: config.require_secret(key) for key in pulumi_secret_keys(spec)}
-    plans = plan_deployment(spec)
     for plan in plans:
         for warning in plan.warnings:
             pulumi.log.warn(f"{plan.spec.name}: {warning}")

@@ -90,11 +90,11 @@ def back_to_min(scaled: Autoscaled) -> None:
 
 
 def bench_stack(name: str, factor: int, runs: int, work: Path) -> None:
-    from vllm_pulumi.runtime.derive import plan_deployment
-    from vllm_pulumi.runtime.spec import parse_deployment
+    from vllm_pulumi.runtime.planning.deployment import plan_deployment
+    from vllm_pulumi.runtime.planning.deployment import load_deployment
 
     raw, _ = simulated_variant(name, work / "unused-kubeconfig")
-    plan = plan_deployment(parse_deployment(raw))[0]
+    plan = load_deployment(raw).plans[0]
     delay_ms = plan.startup_budget_seconds * 1000 // factor
     with simulated_cluster(work / name / "cluster", pod_ready_delay_milliseconds=delay_ms,
                            crd_files=crd_files()) as cluster:

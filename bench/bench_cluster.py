@@ -103,8 +103,8 @@ def main() -> int:
 
     from vllm_pulumi.components.kube import is_custom_resource
     from vllm_pulumi.components.manifests import build_manifests
-    from vllm_pulumi.runtime.nodes import node_shapes
-    from vllm_pulumi.runtime.spec import parse_deployment
+    from vllm_pulumi.runtime.planning.deployment import node_shapes
+    from vllm_pulumi.runtime.planning.deployment import load_deployment
 
     load = os.getloadavg()
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
@@ -113,7 +113,7 @@ def main() -> int:
         with simulated_cluster(work / "cluster", crd_files=crd_files(), pod_ready_delay_milliseconds=0) as cluster:
             kubeconfig = cluster.plane.kubeconfig
             ours_raw = generated_stack(args.models, args.nodes, kubeconfig, "bench-ours")
-            spec = parse_deployment(ours_raw)
+            spec = load_deployment(ours_raw).spec
             start = time.perf_counter()
             for shape in node_shapes(spec):
                 cluster.add_nodes(shape)

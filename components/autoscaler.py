@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from ..runtime.derive import ServingPlan
+from vllm_pulumi.runtime.planning.plans import ServingPlan
 from .builders.autoscaling import build_scaled_object
 from .kube import inherited_depends_on, register_objects
 

@@ -13,8 +13,10 @@ from typing import Any
 
 import yaml
 
-from ..runtime.derive import ServingPlan, plan_deployment
-from ..runtime.spec import DeploymentSpec, EksCluster, parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.spec.cluster import EksCluster
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
 from .builders.autoscaling import build_scaled_object
 from .builders.karpenter import build_karpenter_objects
 from .builders.network import build_namespace, build_network
@@ -85,5 +87,5 @@ def read_stack_config(name: str, stacks_dir: Path | None = None) -> Any:
 
 
 def load_stack(name: str, stacks_dir: Path | None = None) -> DeploymentSpec:
-    """Parse a reference stack through ``parse_deployment`` (raises SpecError, like ``pulumi up`` would)."""
-    return parse_deployment(read_stack_config(name, stacks_dir))
+    """Parse and plan a reference stack through ``load_deployment`` (raises SpecError, like ``pulumi up`` would)."""
+    return load_deployment(read_stack_config(name, stacks_dir)).spec

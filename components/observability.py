@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pulumi
 
-from ..runtime.derive import ServingPlan
-from ..runtime.spec import ObservabilitySpec
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.spec.deployment import ObservabilitySpec
 from .builders.observability import build_observability
 from .kube import inherited_depends_on, register_objects
 

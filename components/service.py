@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from ..runtime.derive import ServingPlan
+from vllm_pulumi.runtime.planning.plans import ServingPlan
 from .builders.network import build_network
 from .builders.secrets import API_KEY_SECRET_KEY
 from .builders.serving import SERVICE_PORT, build_serving, build_serving_secrets, workload_kind

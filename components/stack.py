@@ -9,8 +9,10 @@ from collections.abc import Mapping
 
 import pulumi
 
-from ..runtime.derive import ServingPlan
-from ..runtime.spec import DeploymentSpec, EksCluster, SecretRef
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.spec.cluster import EksCluster
+from vllm_pulumi.runtime.spec.common import SecretRef
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
 from .addons import ADDON_CLASSES, HelmAddon
 from .autoscaler import QueueAutoscaler
 from .builders.addons import build_addons

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from ..runtime.derive import ServingPlan
+from vllm_pulumi.runtime.planning.plans import ServingPlan
 from .builders.secrets import HF_TOKEN_SECRET_KEY
 from .builders.storage import build_storage, build_storage_secrets, claim_name
 from .kube import inherited_depends_on, register_objects, register_secret

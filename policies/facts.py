@@ -14,20 +14,16 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from vllm_pulumi.runtime import annotations as ann
-from vllm_pulumi.runtime.engine import (
+from vllm_pulumi.runtime.errors import PlanningError
+from vllm_pulumi.runtime.facts.gpus import find_gpu
+from vllm_pulumi.runtime.facts.models import ModelFacts
+from vllm_pulumi.runtime.planning.capacity import CapacityPlan, plan_capacity
+from vllm_pulumi.runtime.planning.startup import FALLBACK_MAX_NUM_SEQS, STORAGE_READ_GB_PER_SECOND, startup_budget
+from vllm_pulumi.runtime.spec.engine import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     EngineSettings,
     KvCacheDtype,
     vllm_batch_defaults,
-)
-from vllm_pulumi.runtime.errors import PlanningError
-from vllm_pulumi.runtime.gpus import find_gpu
-from vllm_pulumi.runtime.models import ModelFacts
-from vllm_pulumi.runtime.planner import CapacityPlan, plan_capacity
-from vllm_pulumi.runtime.startup import (
-    FALLBACK_MAX_NUM_SEQS,
-    STORAGE_READ_GB_PER_SECOND,
-    startup_budget,
 )
 
 from .workload import Resource, Server, as_float, as_int, mapping, secret_env_names

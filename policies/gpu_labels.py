@@ -14,8 +14,8 @@ from functools import lru_cache
 from typing import Any
 
 from vllm_pulumi.runtime.errors import PlanningError
-from vllm_pulumi.runtime.gpus import AWS_GPU_NAMES, GpuFacts, find_gpu, gpu_for_instance_type
-from vllm_pulumi.runtime.nodes import (
+from vllm_pulumi.runtime.facts.gpus import AWS_GPU_NAMES, GpuFacts, find_gpu, gpu_for_instance_type
+from vllm_pulumi.runtime.vocabulary import (
     AUTO_MODE_GPU_NAME_LABEL as EKS_AUTO_GPU_NAME_LABEL,
     GPU_PRODUCT_LABEL,
     INSTANCE_TYPE_LABEL,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_pulumi.runtime.errors import PlanningError
-from vllm_pulumi.runtime.models import ModelFacts, parse_config
+from vllm_pulumi.runtime.facts.models import ModelFacts, parse_config
 
 HUB_TIMEOUT_SECONDS = 10.0
 """How long one Hub request may take: a checker in CI must not hang on a slow network."""

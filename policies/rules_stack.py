@@ -7,11 +7,12 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from vllm_pulumi.runtime.derive import MIN_COOLDOWN_SECONDS
 from vllm_pulumi.runtime.errors import PlanningError
-from vllm_pulumi.runtime.gpus import find_gpu
-from vllm_pulumi.runtime.instances import find_instance
-from vllm_pulumi.runtime.nodes import INSTANCE_TYPE_LABEL, NODE_POOL_LABEL, node_labels
+from vllm_pulumi.runtime.facts.gpus import find_gpu
+from vllm_pulumi.runtime.facts.instances import find_instance
+from vllm_pulumi.runtime.planning.autoscaling import MIN_COOLDOWN_SECONDS
+from vllm_pulumi.runtime.planning.nodes import NODE_POOL_LABEL, node_labels
+from vllm_pulumi.runtime.vocabulary import INSTANCE_TYPE_LABEL
 
 from .gpu_labels import required_node_terms
 from .registry import Setting, Violation, rule

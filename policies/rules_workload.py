@@ -9,17 +9,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_pulumi.runtime import annotations as ann
-from vllm_pulumi.runtime.derive import EFA_RESOURCE
-from vllm_pulumi.runtime.engine import (
+from vllm_pulumi.runtime.planning.parallelism import tensor_parallel_problems, valid_tensor_parallel_sizes
+from vllm_pulumi.runtime.planning.startup import STORAGE_READ_GB_PER_SECOND
+from vllm_pulumi.runtime.spec.engine import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
-    DEFAULT_VLLM_VERSION,
     DEFAULT_PORT,
+    DEFAULT_VLLM_VERSION,
     MAX_SAFE_GPU_MEMORY_UTILIZATION,
     REMOVED_FLAGS,
     parse_version,
 )
-from vllm_pulumi.runtime.parallelism import tensor_parallel_problems, valid_tensor_parallel_sizes
-from vllm_pulumi.runtime.startup import STORAGE_READ_GB_PER_SECOND
+from vllm_pulumi.runtime.vocabulary import EFA_RESOURCE
 
 from .facts import capacity_plan, startup_budget_for
 from .gpu_labels import LABELS as GPU_LABELS

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vllm_pulumi.runtime.engine import DEFAULT_VLLM_VERSION, parse_version
+from vllm_pulumi.runtime.spec.engine import DEFAULT_VLLM_VERSION, parse_version
 
 Version = tuple[int, int, int]
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from vllm_pulumi.runtime import annotations as ann
 from vllm_pulumi.runtime.errors import PlanningError
-from vllm_pulumi.runtime.gpus import GpuFacts, find_gpu
-from vllm_pulumi.runtime.models import ModelFacts, catalog_id_for, catalog_model, parse_config
+from vllm_pulumi.runtime.facts.gpus import GpuFacts, find_gpu
+from vllm_pulumi.runtime.facts.models import ModelFacts, catalog_id_for, catalog_model, parse_config
 
 from .gpu_labels import LABELS as GPU_LABELS
 from . import model_configs

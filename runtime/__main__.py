@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from vllm_pulumi.runtime.cli import main
 
 sys.exit(main())

@@ -10,20 +10,32 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, get_args
 
+import yaml
 from pydantic import ValidationError
 
-from .engine import DEFAULT_GPU_MEMORY_UTILIZATION, EngineSettings, KvCacheDtype
-from .errors import PlanningError
-from .gpus import GIB, GpuFacts, find_gpu
-from .models import ModelFacts, resolve_model
-from .parallelism import ParallelLayout, plan_layout
-from .planner import CapacityPlan, concurrency_table, decode_time_per_token_floor_seconds, plan_capacity
-from .startup import RUNAI_STREAMER_KINDS, STORAGE_READ_GB_PER_SECOND, Phase, StartupBudget, startup_budget
-
-if TYPE_CHECKING:
-    from .derive import ServingPlan
+from vllm_pulumi.runtime.errors import PlanningError
+from vllm_pulumi.runtime.facts.gpus import GIB, GpuFacts, find_gpu
+from vllm_pulumi.runtime.facts.models import ModelFacts, resolve_model
+from vllm_pulumi.runtime.planning.capacity import (
+    CapacityPlan,
+    concurrency_table,
+    decode_time_per_token_floor_seconds,
+    plan_capacity,
+)
+from vllm_pulumi.runtime.planning.deployment import load_deployment
+from vllm_pulumi.runtime.planning.parallelism import ParallelLayout, plan_layout
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.planning.startup import (
+    RUNAI_STREAMER_KINDS,
+    STORAGE_READ_GB_PER_SECOND,
+    Phase,
+    StartupBudget,
+    startup_budget,
+)
+from vllm_pulumi.runtime.spec.engine import DEFAULT_GPU_MEMORY_UTILIZATION, EngineSettings, KvCacheDtype
+from vllm_pulumi.runtime.spec.validation import SpecError
 
 CONTEXT_LENGTHS = [2048, 4096, 8192, 16384, 32768, 65536, 131072]
 
@@ -244,15 +256,10 @@ def _plot(path: str, model: ModelFacts, gpu: GpuFacts, plan: CapacityPlan) -> No
 
 def _plan_stack_file(path: str, as_json: bool) -> int:
     """Plan each model of a stack file with the settings the stack derives (what `pulumi up` would deploy)."""
-    import yaml
-
-    from .derive import plan_deployment
-    from .spec import SpecError, parse_deployment
-
     try:
         with open(path, encoding="utf-8") as handle:
             raw = (yaml.safe_load(handle) or {}).get("config", {}).get("vllm-pulumi:deployment")
-        plans = plan_deployment(parse_deployment(raw, root="vllm-pulumi:deployment"))
+        plans = load_deployment(raw, root="vllm-pulumi:deployment").plans
     except (OSError, yaml.YAMLError) as error:
         print(f"error: --stack-file={path!r}: cannot read it ({error})", file=sys.stderr)
         return 2

@@ -15,27 +15,25 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from .engine import EngineSettings
-from .spec import (
+from vllm_pulumi.runtime.spec.cluster import EksCluster, GpuNodesSpec, KubeconfigCluster, RenderCluster
+from vllm_pulumi.runtime.spec.common import ExistingSecret, SecretRef
+from vllm_pulumi.runtime.spec.deployment import (
     AddonSpec,
     AddonsSpec,
-    AutoscalingSpec,
     DeploymentSpec,
-    EksCluster,
-    ExistingSecret,
-    GpuNodePoolSpec,
-    GpuNodesSpec,
     GpuOperatorSpec,
-    KubeconfigCluster,
+    ObservabilitySpec,
+)
+from vllm_pulumi.runtime.spec.engine import EngineSettings
+from vllm_pulumi.runtime.spec.model import (
+    AutoscalingSpec,
     LifecycleSpec,
     ModelDeploymentSpec,
     NetworkSpec,
-    ObservabilitySpec,
-    RenderCluster,
     ResourcesSpec,
-    SecretRef,
     StorageSpec,
 )
+from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "spec.md"
 

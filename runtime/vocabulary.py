@@ -35,7 +35,15 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """Set by the API server on every Namespace: what a NetworkPolicy's namespaceSelector matches by name."""
 AWS_ZONE_ID_LABEL = "topology.k8s.aws/zone-id"
 
+# ---- taints ----------------------------------------------------------------------------------------------------------
+GPU_TAINT: dict[str, str] = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
+"""The GPU nodes' taint (the GPU Operator's and EKS's convention): keeps pods that do not ask for GPUs off GPU nodes;
+the serving pods tolerate it."""
+
 # ---- Karpenter (sigs.k8s.io/karpenter pkg/apis/v1/labels.go, karpenter-provider-aws pkg/apis/v1/labels.go) -----------
+# Karpenter and EKS Auto Mode put these on the nodes they launch and know their values before a node exists, so a pod
+# that selects by them (or by a label of the NodePool's template) can make it launch one; GFD's nvidia.com/gpu.product
+# appears only after the node runs, so a Karpenter pool's pods must not select by it.
 KARPENTER_GROUP = "karpenter.sh"
 KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"

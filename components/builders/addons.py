@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...runtime.derive import ServingPlan
-from ...runtime.spec import AddonSpec, DeploymentSpec, EksCluster, GpuOperatorSpec, ObservabilitySpec
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.spec.cluster import EksCluster
+from vllm_pulumi.runtime.spec.deployment import AddonSpec, DeploymentSpec, GpuOperatorSpec, ObservabilitySpec
 
 
 @dataclass(frozen=True)

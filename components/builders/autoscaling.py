@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...runtime.derive import ServingPlan
+from vllm_pulumi.runtime.planning.plans import ServingPlan
 from . import labels as lbl
 from .serving import workload_kind
 
 AUTOSCALER_COMPONENT = "autoscaler"
-# HPA behavior policies accept periodSeconds up to 1800 (autoscaling/v2 validation).
-HPA_MAX_POLICY_PERIOD_SECONDS = 1800
 # KEDA's fallback engages after this many failed Prometheus queries in a row.
 FALLBACK_FAILURE_THRESHOLD = 3
 
@@ -44,8 +42,8 @@ def scaled_object_name(plan: ServingPlan) -> str:
 
 
 def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any] | None:
-    autoscaling = plan.spec.autoscaling
-    if autoscaling is None:
+    autoscaling, scaling = plan.spec.autoscaling, plan.autoscaling
+    if autoscaling is None or scaling is None:
         return None
     api_version, kind = workload_kind(plan)
     triggers: list[dict[str, Any]] = [{
@@ -73,33 +71,20 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
         })
     spec: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": plan.spec.name},
-        "minReplicaCount": autoscaling.min_replicas,
+        "minReplicaCount": scaling.min_replica_count,
         "maxReplicaCount": autoscaling.max_replicas,
         "advanced": {
             "horizontalPodAutoscalerConfig": {
                 "behavior": {
                     "scaleDown": {
                         "stabilizationWindowSeconds": autoscaling.scale_down_stabilization_seconds,
-                        # At most one replica fewer than a drain window ago (HPA caps a policy period at 30 min).
-                        # The HPA counts from the replicas at the period's start, so replicas added within the
-                        # period may go together (seen in the simulated cluster); each still drains on its own.
-                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": min(
-                            plan.cooldown_seconds or HPA_MAX_POLICY_PERIOD_SECONDS, HPA_MAX_POLICY_PERIOD_SECONDS)}],
+                        # At most one replica fewer than a drain window ago (AutoscalingPlan says why).
+                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": scaling.scale_down_period_seconds}],
                     },
-                    # A new replica needs a whole startup budget before it takes load, and the queue does not
-                    # shrink meanwhile: without a limit the HPA would keep adding replicas for the same backlog. One
-                    # replica per startup budget (HPA caps a period at 30 min) lets each new one count before the
-                    # next. The node phases (provisioning, image pull; plan.startup.node_phases) are left out: they
-                    # happen only when no node is free, and adding them to every period would slow a surge on free
-                    # nodes by minutes; a replica still waiting for its node costs at most one extra replica per
-                    # budget, bounded by max_replicas.
+                    # One replica per startup budget, so each new one counts before the next (AutoscalingPlan).
                     "scaleUp": {
                         "stabilizationWindowSeconds": 0,
-                        "policies": [{
-                            "type": "Pods",
-                            "value": 1,
-                            "periodSeconds": min(plan.startup_budget_seconds, HPA_MAX_POLICY_PERIOD_SECONDS),
-                        }],
+                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": scaling.scale_up_period_seconds}],
                     },
                 },
             },
@@ -107,17 +92,16 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
         "triggers": triggers,
     }
     if autoscaling.scale_to_zero:
-        # idleReplicaCount 0: KEDA drops to zero when every trigger is inactive and back to minReplicaCount (>= 1)
-        # once one activates. KEDA requires idle < min, so min stays at least 1 (plan.warnings carries the cold-start
-        # warning). Activation needs a waiting request Prometheus can see: with no pod, vLLM's own queue has no
-        # series, so a queueing gateway (or the KEDA HTTP add-on) must hold requests while the first pod starts.
+        # idleReplicaCount 0: KEDA drops to zero when every trigger is inactive and back to minReplicaCount (>= 1,
+        # AutoscalingPlan.min_replica_count) once one activates (plan.warnings carries the cold-start warning).
+        # Activation needs a waiting request Prometheus can see: with no pod, vLLM's own queue has no series, so a
+        # queueing gateway (or the KEDA HTTP add-on) must hold requests while the first pod starts.
         spec["idleReplicaCount"] = 0
-        spec["minReplicaCount"] = max(1, autoscaling.min_replicas)
         # Only here does KEDA poll Prometheus itself (to wake from zero) and wait cooldownPeriod (before dropping to
         # zero); above zero the HPA paces the queries and its scale-down window applies, and KEDA's admission webhook
         # warns that both settings are ignored. Never drop to zero faster than a replica drains.
         spec["pollingInterval"] = autoscaling.polling_interval_seconds
-        spec["cooldownPeriod"] = plan.cooldown_seconds
+        spec["cooldownPeriod"] = scaling.cooldown_seconds
         spec["triggers"][0]["metadata"]["activationThreshold"] = "0"
     if autoscaling.fallback_replicas is not None:
         spec["fallback"] = {"failureThreshold": FALLBACK_FAILURE_THRESHOLD, "replicas": autoscaling.fallback_replicas}

@@ -17,29 +17,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...runtime.derive import ServingPlan
-from ...runtime.nodes import (
+from vllm_pulumi.runtime.planning.nodes import (
+    NODE_DISK_GIB,
+    NODE_POOL_LABEL,
+    NODEPOOL_PROVISIONERS,
+    NodeShape,
+    pool_node_group_labels,
+)
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.planning.pools import pool_gpu_names, pool_instances
+from vllm_pulumi.runtime.spec.cluster import EksCluster
+from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
+from vllm_pulumi.runtime.vocabulary import (
     ARCH_LABEL,
     AUTO_MODE_GPU_COUNT_LABEL,
     AUTO_MODE_GPU_NAME_LABEL,
     CAPACITY_TYPE_LABEL,
     DO_NOT_DISRUPT_ANNOTATION,
+    GPU_PRODUCT_LABEL,
     GPU_RESOURCE,
     GPU_TAINT,
     INSTANCE_TYPE_LABEL,
     KARPENTER_GPU_COUNT_LABEL,
     KARPENTER_GPU_NAME_LABEL,
-    NODE_DISK_GIB,
-    GPU_PRODUCT_LABEL,
-    NODE_POOL_LABEL,
-    NODEPOOL_PROVISIONERS,
     OS_LABEL,
-    NodeShape,
-    pool_gpu_names,
-    pool_instances,
-    pool_node_group_labels,
 )
-from ...runtime.spec import EksCluster, GpuNodePoolSpec
 from . import labels as lbl
 
 KARPENTER_API = "karpenter.sh/v1"

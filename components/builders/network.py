@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...runtime.derive import ServingPlan
+from vllm_pulumi.runtime.planning.plans import ServingPlan
 from . import labels as lbl
 from .linters import service_exemptions
 from .serving import HTTP_PORT_NAME, SERVICE_PORT, server_labels, service_selector

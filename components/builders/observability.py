@@ -10,8 +10,8 @@ import hashlib
 import json
 from typing import Any
 
-from ...runtime.derive import ServingPlan
-from ...runtime.spec import ObservabilitySpec
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.spec.deployment import ObservabilitySpec
 from . import labels as lbl
 from .autoscaling import metric_selector, promql_string
 from .serving import HTTP_PORT_NAME, service_selector

@@ -11,21 +11,18 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ...runtime import annotations as ann
-from ...runtime.derive import (
-    EFA_RESOURCE,
+from vllm_pulumi.runtime import annotations as ann
+from vllm_pulumi.runtime.facts.models import catalog_id_for
+from vllm_pulumi.runtime.planning.lifecycle import (
     LIVENESS_PROBE_PERIOD_SECONDS,
-    MODEL_MOUNT_PATH,
     PDB_MAX_UNAVAILABLE,
     PROBE_TIMEOUT_SECONDS,
     READINESS_PROBE_PERIOD_SECONDS,
     STARTUP_PROBE_PERIOD_SECONDS,
-    ServingPlan,
-    compile_cache_key,
-    runai_streamer_concurrency,
 )
-from ...runtime.models import catalog_id_for
-from ...runtime.nodes import GPU_RESOURCE
+from vllm_pulumi.runtime.planning.plans import ServingPlan, compile_cache_key, runai_streamer_concurrency
+from vllm_pulumi.runtime.planning.storage import MODEL_MOUNT_PATH
+from vllm_pulumi.runtime.vocabulary import EFA_RESOURCE, GPU_RESOURCE
 from .karpenter import do_not_disrupt_annotations, gpu_pool_scheduling
 from . import labels as lbl
 from .linters import workload_exemptions

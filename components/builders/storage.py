@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...runtime.derive import MODEL_MOUNT_PATH, ServingPlan
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.planning.storage import MODEL_MOUNT_PATH
 from .karpenter import gpu_pool_scheduling
 from . import labels as lbl
 from .linters import hydration_exemptions

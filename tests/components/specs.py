@@ -6,8 +6,9 @@ import copy
 from typing import Any
 
 from vllm_pulumi.components.builders.addons import deep_merge
-from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.spec import DeploymentSpec, parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
 
 MODEL: dict[str, Any] = {
     "name": "llm",
@@ -36,7 +37,7 @@ def stack(model: dict[str, Any] | None = None, base_model: dict[str, Any] | None
     """A kubeconfig stack with one model: ``base_model`` (default MODEL) with ``model`` merged over it."""
     raw = deep_merge(STACK, settings)
     raw["models"] = [deep_merge(copy.deepcopy(base_model or MODEL), model or {})]
-    return parse_deployment(raw)
+    return load_deployment(raw).spec
 
 
 def plan(model: dict[str, Any] | None = None, base_model: dict[str, Any] | None = None, **settings: Any) -> ServingPlan:

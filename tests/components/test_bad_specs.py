@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vllm_pulumi.components.manifests import read_stack_config
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError
 
 from .mocking import run_program_expecting_error
 
@@ -95,7 +96,7 @@ def mutations(draw: st.DrawFn) -> tuple[str, Any, str]:
 def test_mutated_stack_is_rejected_with_its_path_and_registers_nothing(case: tuple[str, Any, str]) -> None:
     description, raw, path = case
     with pytest.raises(SpecError) as spec_error:
-        parse_deployment(raw, root=ROOT)
+        load_deployment(raw, root=ROOT)
     assert any(issue.setting == path or issue.setting.startswith(path + ".") for issue in spec_error.value.issues), (
         f"{description}: {[issue.setting for issue in spec_error.value.issues]}")
     error, monitor = run_program_expecting_error(raw, {"vllmApiKey": "k", "hfToken": "t"})

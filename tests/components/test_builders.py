@@ -11,13 +11,14 @@ import pytest
 
 from tests.schema import validate_all
 from vllm_pulumi.components.builders import addons, autoscaling, network, nodes, observability, serving, storage
+from vllm_pulumi.components.builders.modelconfig import config_fields
 from vllm_pulumi.components.manifests import build_manifests
 from vllm_pulumi.runtime import annotations as ann
-from vllm_pulumi.runtime.derive import ServingPlan
-from vllm_pulumi.components.builders.modelconfig import config_fields
-from vllm_pulumi.runtime.models import CATALOG, catalog_model, parse_config
-from vllm_pulumi.runtime.spec import GpuNodePoolSpec
-from vllm_pulumi.runtime.startup import STORAGE_READ_GB_PER_SECOND
+from vllm_pulumi.runtime.facts.model_catalog import CATALOG
+from vllm_pulumi.runtime.facts.models import catalog_model, parse_config
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.planning.startup import STORAGE_READ_GB_PER_SECOND
+from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
 
 from .specs import MULTINODE_MODEL, plan, stack
 
@@ -540,7 +541,7 @@ def test_monitor_kind_per_spec(case: str, monitor: str, kind: str | None) -> Non
     ("spec-wins", "eks", True, True),
 ])
 def test_gpu_operator_driver(case: str, mode: str, override: bool | None, driver: bool) -> None:
-    from vllm_pulumi.runtime.spec import GpuOperatorSpec, ObservabilitySpec
+    from vllm_pulumi.runtime.spec.deployment import GpuOperatorSpec, ObservabilitySpec
 
     values = addons.gpu_operator_values(GpuOperatorSpec(driver_enabled=override), mode, ObservabilitySpec())
     assert values["driver"]["enabled"] is driver, case
@@ -709,10 +710,10 @@ def test_service_monitor_selects_the_service_by_its_own_labels(stack_name: str) 
     """The Prometheus Operator matches a ServiceMonitor's selector against Service labels, not the Service's pod
     selector: the multi-node stack's monitor once carried the LWS pod label and scraped nothing (simulated cluster)."""
     from vllm_pulumi.components.manifests import read_stack_config
-    from vllm_pulumi.runtime.derive import plan_deployment
-    from vllm_pulumi.runtime.spec import parse_deployment
+    from vllm_pulumi.runtime.planning.deployment import plan_deployment
+    from vllm_pulumi.runtime.planning.deployment import load_deployment
 
-    spec = parse_deployment(read_stack_config(stack_name))
+    spec = load_deployment(read_stack_config(stack_name)).spec
     manifests = build_manifests(spec, plan_deployment(spec))
     monitors = [o for o in manifests if o["kind"] == "ServiceMonitor"]
     assert monitors
@@ -809,7 +810,7 @@ def test_runai_streamer_on_shared_file_systems(case: str, storage_spec: dict[str
 ])
 def test_warm_compile_budget_only_when_declared_on_a_shared_cache(case: str, model: dict[str, Any],
                                                                   error: str | None) -> None:
-    from vllm_pulumi.runtime.spec import SpecError
+    from vllm_pulumi.runtime.spec.validation import SpecError
 
     if error is not None:
         with pytest.raises(SpecError) as raised:

@@ -13,12 +13,15 @@ from vllm_pulumi.components.builders.addons import deep_merge, gpu_operator_valu
 from vllm_pulumi.components.builders.serving import build_workload
 from vllm_pulumi.components.builders.storage import build_storage
 from vllm_pulumi.components.manifests import build_manifests, load_stack
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.gpus import GPUS
-from vllm_pulumi.runtime.instances import instances_with
-from vllm_pulumi.runtime.nodes import NODE_POOL_LABEL, pool_shape
-from vllm_pulumi.runtime.spec import DeploymentSpec, EksCluster, GpuNodePoolSpec, ObservabilitySpec, SpecError, \
-    parse_deployment
+from vllm_pulumi.runtime.facts.gpus import GPUS
+from vllm_pulumi.runtime.facts.instances import instances_with
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.planning.nodes import NODE_POOL_LABEL
+from vllm_pulumi.runtime.planning.pools import pool_shape
+from vllm_pulumi.runtime.spec.cluster import EksCluster
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec, ObservabilitySpec
+from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
+from vllm_pulumi.runtime.spec.validation import SpecError
 
 from .specs import MODEL
 
@@ -38,7 +41,7 @@ def eks_stack(pool: dict[str, Any], model: dict[str, Any] | None = None, **setti
         "addons": {"gpu_operator": {"install": False}, "keda": {"install": False}, "lws": {"install": False}},
     }, settings)
     raw["models"] = [deep_merge(copy.deepcopy(MODEL), model or {})]
-    return parse_deployment(raw)
+    return load_deployment(raw).spec
 
 
 def only_pool(spec: DeploymentSpec) -> GpuNodePoolSpec:
@@ -207,7 +210,7 @@ def test_local_nvme_hydration_job_lands_on_the_same_pool() -> None:
     pytest.param(["managed-node-group"], True, False, id="node-groups-unchanged"),
 ])
 def test_gpu_operator_follows_the_provisioner(provisioners: list[str], device_plugin: bool, driver: bool) -> None:
-    from vllm_pulumi.runtime.spec import GpuOperatorSpec
+    from vllm_pulumi.runtime.spec.deployment import GpuOperatorSpec
 
     values = gpu_operator_values(GpuOperatorSpec(), "eks", ObservabilitySpec(), provisioners)
     assert (values["devicePlugin"]["enabled"], values["driver"]["enabled"], values["toolkit"]["enabled"]) == (
@@ -256,7 +259,7 @@ def test_mixing_auto_mode_with_other_pools_under_the_operator_is_refused() -> No
         spec = eks_stack(raw_pool, addons={"gpu_operator": {"install": True}})
         raw = spec.model_dump()
         raw["cluster"]["node_pools"].append({"name": "ng", "instance_type": "g6.xlarge", "subnet_ids": ["s"]})
-        parse_deployment(raw)
+        load_deployment(raw)
 
 
 def test_unknown_gpu_of_a_pool_names_the_setting() -> None:

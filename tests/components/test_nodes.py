@@ -9,9 +9,9 @@ import pytest
 
 from vllm_pulumi.components.builders import nodes
 from vllm_pulumi.components.manifests import STACKS_DIR, build_manifests, load_stack
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.nodes import node_shape_for, pool_shape
-from vllm_pulumi.runtime.spec import EksCluster
+from vllm_pulumi.runtime.planning.deployment import node_shape_for, plan_deployment
+from vllm_pulumi.runtime.planning.pools import pool_shape
+from vllm_pulumi.runtime.spec.cluster import EksCluster
 
 STACKS = sorted(path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in STACKS_DIR.glob("Pulumi.*.yaml"))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_pulumi.components.builders.autoscaling import scaled_object_name, served_model_name
-from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.planning.plans import ServingPlan
 
 from .cluster import SimulatedCluster
 from .control_plane import free_port

@@ -34,7 +34,7 @@ from typing import IO, Any, TypeVar
 
 import yaml
 
-from vllm_pulumi.runtime.nodes import NodeShape
+from vllm_pulumi.runtime.planning.nodes import NodeShape
 
 from ..toolchain import BINARIES, module_dir, pinned_versions
 from .control_plane import ControlPlane, control_plane, die_with_parent, free_port

@@ -27,9 +27,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from vllm_pulumi.runtime.gpus import find_gpu
-from vllm_pulumi.runtime.instances import INSTANCES, InstanceFacts
-from vllm_pulumi.runtime.nodes import (
+from vllm_pulumi.runtime.facts.gpus import find_gpu
+from vllm_pulumi.runtime.facts.instances import INSTANCES, InstanceFacts
+from vllm_pulumi.runtime.vocabulary import (
     ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
     GPU_RESOURCE,
@@ -37,8 +37,10 @@ from vllm_pulumi.runtime.nodes import (
     KARPENTER_GPU_COUNT_LABEL,
     KARPENTER_GPU_NAME_LABEL,
     KARPENTER_NODEPOOL_LABEL,
-    NODE_DISK_GIB,
     OS_LABEL,
+)
+from vllm_pulumi.runtime.planning.nodes import (
+    NODE_DISK_GIB,
     allocatable_ephemeral_storage_gib,
     reserved_cpu_millicores,
     reserved_memory_mib,

@@ -19,9 +19,10 @@ import yaml
 
 from vllm_pulumi.components.builders import labels as lbl
 from vllm_pulumi.components.manifests import CONFIG_KEY, build_manifests, read_stack_config
-from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.nodes import NodeShape, node_shapes
-from vllm_pulumi.runtime.spec import DeploymentSpec, parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment, node_shapes, plan_deployment
+from vllm_pulumi.runtime.planning.nodes import NodeShape
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
 
 from .cluster import SimulatedCluster, pod_ready
 from .engine import copy_project, output_of, run_pulumi, write_stack
@@ -51,7 +52,7 @@ def simulated_variant(name: str, kubeconfig: Path) -> tuple[dict[str, Any], list
     node pools (or its stated nodes) describe, reached through a kubeconfig; add-ons are not installed (the harness
     runs the LWS controller itself; the GPU Operator's device plugin is what the nodes' allocatable GPUs stand for)."""
     raw = copy.deepcopy(read_stack_config(name))
-    shapes = node_shapes(parse_deployment(read_stack_config(name)))
+    shapes = node_shapes(load_deployment(read_stack_config(name)).spec)
     raw["cluster"] = {"mode": "kubeconfig", "kubeconfig": str(kubeconfig), "context": CONTEXT,
                       "nodes": stated_nodes(shapes)}
     raw["addons"] = {"gpu_operator": {"install": False}, "keda": {"install": False}, "lws": {"install": False}}
@@ -82,7 +83,7 @@ class Deployed:
 
     @classmethod
     def prepare(cls, name: str, project: Path, raw: dict[str, Any], kubeconfig: Path) -> Deployed:
-        spec = parse_deployment(raw)
+        spec = load_deployment(raw).spec
         plans = plan_deployment(spec)
         deployed = cls(name, project, raw, spec, plans, build_manifests(spec, plans),
                        env={"KUBECONFIG": str(kubeconfig)})
@@ -103,7 +104,7 @@ class Deployed:
     def update(self, raw: dict[str, Any]) -> None:
         """New settings for the next `pulumi up` (the stack file a user edits)."""
         self.raw = raw
-        self.spec = parse_deployment(raw)
+        self.spec = load_deployment(raw).spec
         self.plans = plan_deployment(self.spec)
         self.manifests = build_manifests(self.spec, self.plans)
         # Only the deployment setting changes: the file also holds the encrypted Pulumi secrets and their salt.
@@ -129,7 +130,7 @@ def deploy_on(name: str, cluster: SimulatedCluster, tmp_path: Path,
     if adjust is not None:
         adjust(raw)
     cluster.add_system_nodes()
-    for shape in node_shapes(parse_deployment(raw)):
+    for shape in node_shapes(load_deployment(raw).spec):
         cluster.add_nodes(shape)
     (tmp_path / "project").mkdir()
     deployed = Deployed.prepare(name, copy_project(tmp_path / "project"), raw, cluster.plane.kubeconfig)

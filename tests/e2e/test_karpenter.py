@@ -22,9 +22,12 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
-from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.instances import INSTANCES, find_instance
-from vllm_pulumi.runtime.nodes import (
+from vllm_pulumi.runtime.facts.instances import INSTANCES, find_instance
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.planning.pools import stated_nodes_shape
+from vllm_pulumi.runtime.spec.cluster import GpuNodesSpec
+from vllm_pulumi.runtime.vocabulary import (
     CAPACITY_TYPE_LABEL,
     DO_NOT_DISRUPT_ANNOTATION,
     GPU_RESOURCE,
@@ -32,9 +35,7 @@ from vllm_pulumi.runtime.nodes import (
     INSTANCE_TYPE_LABEL,
     KARPENTER_GPU_NAME_LABEL,
     KARPENTER_NODEPOOL_LABEL,
-    stated_nodes_shape,
 )
-from vllm_pulumi.runtime.spec import GpuNodesSpec, parse_deployment
 
 from ..schema import crd_files
 from .cluster import SimulatedCluster, pod_ready, simulated_cluster
@@ -102,7 +103,7 @@ def test_instance_types_file_offers_every_gpu_instance_with_the_planners_allocat
 def test_kwok_transform_changes_only_the_node_class() -> None:
     """The test-only transform replaces the EC2NodeClass by a KWOKNodeClass of the same name and repoints the
     NodePool's nodeClassRef; every other rendered object and every other NodePool field is unchanged."""
-    rendered = build_manifests(parse_deployment(read_stack_config(STACK)))
+    rendered = build_manifests(load_deployment(read_stack_config(STACK)).spec)
     transformed = with_kwok_node_class(rendered)
     assert [(o["kind"], o["metadata"]["name"]) for o in transformed] == [
         ("KWOKNodeClass" if o["kind"] == "EC2NodeClass" else o["kind"], o["metadata"]["name"]) for o in rendered]
@@ -129,7 +130,7 @@ def test_simulated_nodes_get_the_ephemeral_storage_of_the_ec2_node_class_disk(
     (the one the AWS provider reports as the node's ephemeral storage)."""
     raw = copy.deepcopy(read_stack_config(STACK))
     raw["cluster"]["node_pools"][0].update(ami_type=ami_type, disk_size_gib=disk_size_gib)
-    rendered = build_manifests(parse_deployment(raw))
+    rendered = build_manifests(load_deployment(raw).spec)
     node_class = next(o for o in rendered if o["kind"] == "EC2NodeClass")["metadata"]["name"]
     assert root_disk_gib(rendered, node_class) == expected_gib
 
@@ -198,8 +199,8 @@ def test_karpenter_launches_gpu_nodes_for_pending_pods_removes_empty_ones_and_ne
        consolidation removes the emptied node, not before consolidateAfter has passed since the pod left, and the
        node still serving stays.
     """
-    rendered = build_manifests(parse_deployment(read_stack_config(STACK)))
-    plan = plan_deployment(parse_deployment(read_stack_config(STACK)))[0]
+    rendered = build_manifests(load_deployment(read_stack_config(STACK)).spec)
+    plan = load_deployment(read_stack_config(STACK)).plans[0]
     name, namespace = plan.spec.name, plan.namespace
     stack_nodepool = next(o for o in rendered if o["kind"] == "NodePool")
     pool = stack_nodepool["metadata"]["name"]

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.spec import parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
 
 from ..toolchain import BINARIES
 
@@ -84,7 +83,7 @@ def test_every_rendered_query_parses_with_prometheus(variant: str) -> None:
     stack, change = VARIANTS[variant]
     raw = copy.deepcopy(read_stack_config(stack))
     change(raw)
-    spec = parse_deployment(raw)
+    spec = load_deployment(raw).spec
     found = list(rendered_queries(build_manifests(spec, plan_deployment(spec))))
     kinds = {kind for _, kind, _ in found}
     assert {"rule", "panel"} <= kinds, f"{variant}: expected alert rules and dashboard panels, found {kinds}"

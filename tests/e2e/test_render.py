@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
-from vllm_pulumi.runtime.spec import parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment
 
 from .engine import copy_project, render_variant, requires_engine, run_pulumi
 
@@ -57,7 +57,7 @@ def test_pulumi_up_in_render_mode_writes_exactly_the_built_manifests(project: Pa
     for path in sorted(rendered_dir.glob("*/*.yaml")):
         document = yaml.safe_load(path.read_text())
         rendered[(document["kind"], document["metadata"]["name"])] = document
-    expected = {(o["kind"], o["metadata"]["name"]): o for o in build_manifests(parse_deployment(raw))}
+    expected = {(o["kind"], o["metadata"]["name"]): o for o in build_manifests(load_deployment(raw).spec)}
     assert sorted(rendered) == sorted(expected)
     for key, document in rendered.items():
         assert _quantities_as_strings(document) == _quantities_as_strings(expected[key]), (

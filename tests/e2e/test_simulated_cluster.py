@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.manifests import build_manifests
-from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.nodes import GPU_RESOURCE, node_shapes
-from vllm_pulumi.runtime.spec import parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment, node_shapes, plan_deployment
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.vocabulary import GPU_RESOURCE
 
 from ..schema import crd_files
 from .cluster import SimulatedCluster, pod_ready, simulated_cluster
@@ -235,7 +235,7 @@ def _without_program(cluster: SimulatedCluster, raw: dict[str, Any]) -> tuple[Se
     nodes (system nodes included) and volumes are up; the Namespace and claims to apply; and the workload, for the
     test to change before applying it."""
     secrets_by_reference(raw)  # nothing here runs the program's Secret objects
-    spec = parse_deployment(raw)
+    spec = load_deployment(raw).spec
     plan = plan_deployment(spec)[0]
     cluster.add_system_nodes()
     for shape in node_shapes(spec):
@@ -261,7 +261,7 @@ def test_a_pod_larger_than_its_node_stays_pending_and_the_planner_refuses_it(
     too_big = copy.deepcopy(raw)
     too_big["models"][0].setdefault("resources", {})["memory_request_gib"] = node_memory_gib + 8
     with pytest.raises(ValueError, match=r"memory_request_gib"):
-        parse_deployment(too_big)
+        load_deployment(too_big)
 
     deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = \
         f"{node_memory_gib + 8}Gi"

@@ -15,8 +15,8 @@ from vllm_pulumi.policies.rules_stack import (
     pool_admits,
 )
 from vllm_pulumi.policies.workload import Resource
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.spec import EksCluster
+from vllm_pulumi.runtime.planning.deployment import plan_deployment
+from vllm_pulumi.runtime.spec.cluster import EksCluster
 
 
 def _camel(key: str) -> str:

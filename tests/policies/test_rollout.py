@@ -14,7 +14,7 @@ import yaml
 
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
 from vllm_pulumi.policies.engine import Config, evaluate_objects
-from vllm_pulumi.runtime.spec import parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment
 
 RULE = "rollout-no-unavailable"
 REFERENCE = Path(__file__).parent / "fixtures" / "reference" / "single-node.yaml"
@@ -40,7 +40,7 @@ def _two_models_on_four_nodes() -> dict[str, Any]:
 
 
 def _workloads(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    return [o for o in build_manifests(parse_deployment(raw)) if o["kind"] in ("Deployment", "LeaderWorkerSet")]
+    return [o for o in build_manifests(load_deployment(raw).spec) if o["kind"] in ("Deployment", "LeaderWorkerSet")]
 
 
 def _rolling(workload: dict[str, Any]) -> dict[str, Any]:

@@ -120,8 +120,8 @@ def test_stack_file_report_is_the_programs_plan_including_overrides(tmp_path: Pa
     """overhead_gib and startup_budget_seconds set in the stack reach the report, as they reach the deployment."""
     import yaml
 
-    from vllm_pulumi.runtime.derive import plan_deployment
-    from vllm_pulumi.runtime.spec import parse_deployment
+    from vllm_pulumi.runtime.planning.deployment import plan_deployment
+    from vllm_pulumi.runtime.planning.deployment import load_deployment
 
     raw = yaml.safe_load((REPO / "stacks" / "Pulumi.local.yaml").read_text())
     model = raw["config"]["vllm-pulumi:deployment"]["models"][0]
@@ -131,7 +131,7 @@ def test_stack_file_report_is_the_programs_plan_including_overrides(tmp_path: Pa
     stack_file.write_text(yaml.safe_dump(raw))
     assert main(["plan", "--stack-file", str(stack_file), "--json"]) == 0
     (report,) = json.loads(capsys.readouterr().out)
-    (plan,) = plan_deployment(parse_deployment(raw["config"]["vllm-pulumi:deployment"]))
+    (plan,) = load_deployment(raw["config"]["vllm-pulumi:deployment"]).plans
     assert report["kv_cache_bytes_per_gpu"] == plan.capacity.kv_cache_bytes_per_gpu
     assert report["startup_budget_seconds"] == 777
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from vllm_pulumi.runtime.engine import EngineSettings
+from vllm_pulumi.runtime.spec.engine import EngineSettings
 
 
 def test_default_settings_render_a_draining_argument_list() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_pulumi.runtime.gpus import GPUS, find_gpu, gpu_for_instance_type
-from vllm_pulumi.runtime.instances import INSTANCES, InstanceFacts, find_instance
+from vllm_pulumi.runtime.facts.gpus import GPUS, find_gpu, gpu_for_instance_type
+from vllm_pulumi.runtime.facts.instances import INSTANCES, InstanceFacts, find_instance
 
 
 @pytest.mark.parametrize("instance", INSTANCES, ids=lambda i: i.instance_type)

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.builders.serving import build_workload
-from vllm_pulumi.runtime.derive import EFA_RESOURCE, plan_deployment
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError
+from vllm_pulumi.runtime.vocabulary import EFA_RESOURCE
 
 
 def eks_stack(*, tp: int, pp: int, efa: bool | None = None, **model: Any) -> dict[str, Any]:
@@ -36,7 +37,7 @@ def render_stack(*, efa: bool, instance_type: str | None = "p5.48xlarge") -> dic
 
 
 def plan_of(raw: dict[str, Any]) -> Any:
-    (plan,) = plan_deployment(parse_deployment(raw))
+    (plan,) = load_deployment(raw).plans
     return plan
 
 
@@ -87,7 +88,7 @@ def test_efa_image_is_not_used_by_a_single_node_replica() -> None:
 
 def test_efa_on_stated_nodes_needs_an_instance_type_with_efa() -> None:
     with pytest.raises(SpecError) as raised:
-        parse_deployment(render_stack(efa=True, instance_type=None))
+        load_deployment(render_stack(efa=True, instance_type=None))
     assert "cluster.nodes[0].efa=True: the plan takes the EFA interface count from the instance facts" in \
         str(raised.value)
     assert "p5.48xlarge" in str(raised.value)

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from vllm_pulumi.runtime.kvcache import kv_cache_groups, layer_sliding_windows, plan_kv_cache
-from vllm_pulumi.runtime.models import catalog_model
+from vllm_pulumi.runtime.planning.kvcache import kv_cache_groups, layer_sliding_windows, plan_kv_cache
+from vllm_pulumi.runtime.facts.models import catalog_model
 
 PAGE = 16 * 4096  # any page size: every layer of a model shares it
 

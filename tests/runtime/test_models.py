@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from vllm_pulumi.runtime.errors import PlanningError, UnknownIdError
-from vllm_pulumi.runtime.models import CATALOG, catalog_model, load_config_file, parse_config, resolve_model
+from vllm_pulumi.runtime.facts.model_catalog import CATALOG
+from vllm_pulumi.runtime.facts.models import catalog_model, load_config_file, parse_config, resolve_model
 
 # Published totals (model cards / safetensors metadata), billions of parameters, excluding MTP layers.
 PUBLISHED_PARAMETERS_B = [

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from vllm_pulumi.runtime.nodes import (
+from vllm_pulumi.runtime.planning.deployment import load_deployment, node_shape_for, node_shapes
+from vllm_pulumi.runtime.planning.nodes import (
     allocatable_ephemeral_storage_gib,
-    node_shape_for,
-    node_shapes,
     reserved_cpu_millicores,
     reserved_memory_mib,
 )
-from vllm_pulumi.runtime.spec import DeploymentSpec, SpecError, parse_deployment
+from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.spec.validation import SpecError
 
 MODEL: dict[str, Any] = {
     "name": "llama", "model": "llama-3.1-8b", "gpu": "rtx-4090",
@@ -27,12 +27,12 @@ def spec_with(nodes: list[dict[str, Any]] | None = None, **model: Any) -> Deploy
     cluster: dict[str, Any] = {"mode": "kubeconfig"}
     if nodes is not None:
         cluster["nodes"] = nodes
-    return parse_deployment({"cluster": cluster, "models": [{**MODEL, **model}]})
+    return load_deployment({"cluster": cluster, "models": [{**MODEL, **model}]}).spec
 
 
 def problems(raw: dict[str, Any]) -> list[str]:
     with pytest.raises(SpecError) as raised:
-        parse_deployment(raw)
+        load_deployment(raw)
     return [issue.message for issue in raised.value.issues]
 
 
@@ -48,13 +48,13 @@ def test_memory_and_disk_reserve() -> None:
 
 
 def test_eks_pool_shape_comes_from_the_instance_facts() -> None:
-    spec = parse_deployment({
+    spec = load_deployment({
         "cluster": {"mode": "eks", "cluster_name": "c", "region": "us-east-1", "node_pools": [
             {"name": "h100", "instance_type": "p5.48xlarge", "subnet_ids": ["s"], "min_size": 1, "max_size": 9,
              "labels": {"team": "ml"}}]},
         "models": [{"name": "llama", "model": "llama-3.3-70b", "engine": {"tensor_parallel_size": 8,
                                                                             "max_model_len": 32768}}],
-    })
+    }).spec
     (shape,) = node_shapes(spec)
     assert (shape.pool, shape.gpus, shape.instance_type, shape.stated) == ("h100", 8, "p5.48xlarge", True)
     assert (shape.capacity_cpu_millicores, shape.allocatable_cpu_millicores) == (192_000, 192_000 - 550)
@@ -103,8 +103,8 @@ def test_unstated_nodes_are_assumed_and_named_so(case: str, model: dict[str, Any
 
 
 def test_assumed_pools_of_different_gpu_counts_are_kept_apart() -> None:
-    spec = parse_deployment({"cluster": {"mode": "render"}, "models": [
-        MODEL, {**MODEL, "name": "other", "gpus_per_node": 1}]})
+    spec = load_deployment({"cluster": {"mode": "render"}, "models": [
+        MODEL, {**MODEL, "name": "other", "gpus_per_node": 1}]}).spec
     assert [shape.pool for shape in node_shapes(spec)] == ["assumed-rtx-4090", "assumed-rtx-4090-1gpu"]
 
 
@@ -130,5 +130,5 @@ def test_bad_stated_nodes_name_the_setting(case: str, nodes: list[dict[str, Any]
 
 def test_models_gpu_may_be_left_to_the_stated_nodes() -> None:
     model = {key: value for key, value in MODEL.items() if key != "gpu"}
-    spec = parse_deployment({"cluster": {"mode": "render", "nodes": [WORKSTATIONS]}, "models": [model]})
+    spec = load_deployment({"cluster": {"mode": "render", "nodes": [WORKSTATIONS]}, "models": [model]}).spec
     assert node_shape_for(spec, 0).pool == "ws"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from vllm_pulumi.runtime.errors import PlanningError
-from vllm_pulumi.runtime.models import catalog_model
-from vllm_pulumi.runtime.parallelism import plan_layout, tensor_parallel_problems, valid_tensor_parallel_sizes
+from vllm_pulumi.runtime.facts.models import catalog_model
+from vllm_pulumi.runtime.planning.parallelism import plan_layout, tensor_parallel_problems, valid_tensor_parallel_sizes
 
 
 @pytest.mark.parametrize(

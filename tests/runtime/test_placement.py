@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.components.manifests import read_stack_config
-from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.placement import Packing, nodes_needed
-from vllm_pulumi.runtime.nodes import Resources
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.planning.nodes import Resources
+from vllm_pulumi.runtime.planning.placement import Packing, nodes_needed
+from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.spec.validation import SpecError
 
 MODEL: dict[str, Any] = {
     "name": "llama", "model": "llama-3.1-8b", "gpu": "rtx-4090",
@@ -31,12 +32,12 @@ def raw_stack(nodes: list[dict[str, Any]] | None = None, models: list[dict[str, 
 
 
 def plans_of(raw: dict[str, Any]) -> list[ServingPlan]:
-    return plan_deployment(parse_deployment(raw))
+    return load_deployment(raw).plans
 
 
 def problems(raw: dict[str, Any]) -> list[str]:
     with pytest.raises(SpecError) as raised:
-        parse_deployment(raw)
+        load_deployment(raw)
     return [issue.message for issue in raised.value.issues]
 
 

@@ -6,11 +6,12 @@ import math
 
 import pytest
 
-from vllm_pulumi.runtime.engine import EngineSettings
-from vllm_pulumi.runtime.gpus import GIB, find_gpu
-from vllm_pulumi.runtime.models import CATALOG, catalog_model, parse_config
-from vllm_pulumi.runtime.parallelism import pipeline_stage_layers
-from vllm_pulumi.runtime.planner import (
+from vllm_pulumi.runtime.spec.engine import EngineSettings
+from vllm_pulumi.runtime.facts.gpus import GIB, find_gpu
+from vllm_pulumi.runtime.facts.model_catalog import CATALOG
+from vllm_pulumi.runtime.facts.models import catalog_model, parse_config
+from vllm_pulumi.runtime.planning.parallelism import pipeline_stage_layers
+from vllm_pulumi.runtime.planning.capacity import (
     BLOCK_SIZE_TOKENS,
     concurrency_table,
     decode_time_per_token_floor_seconds,
@@ -19,7 +20,7 @@ from vllm_pulumi.runtime.planner import (
     plan_capacity,
     weights_bytes_per_stage,
 )
-from vllm_pulumi.runtime.startup import startup_budget
+from vllm_pulumi.runtime.planning.startup import startup_budget
 
 KIB = 1024
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError
 
 
 def valid_spec(**model_overrides: Any) -> dict[str, Any]:
@@ -25,12 +25,12 @@ def valid_spec(**model_overrides: Any) -> dict[str, Any]:
 
 def problems(raw: object) -> list[str]:
     with pytest.raises(SpecError) as raised:
-        parse_deployment(raw)
+        load_deployment(raw)
     return [issue.message for issue in raised.value.issues]
 
 
 def test_valid_spec_parses_and_plans() -> None:
-    spec = parse_deployment(valid_spec())
+    spec = load_deployment(valid_spec()).spec
     (plan,) = plan_deployment(spec)
     assert plan.layout.layout == "single-pod"
     assert plan.image == "vllm/vllm-openai:v0.33.0"
@@ -90,7 +90,7 @@ def test_bad_spec_names_setting_value_reason_and_alternative(case: str, raw: obj
 
 
 def test_a_model_volume_of_exactly_the_checkpoint_plus_headroom_is_enough() -> None:
-    (plan,) = plan_deployment(parse_deployment(valid_spec(storage={"kind": "efs", "size_gib": 18})))
+    (plan,) = load_deployment(valid_spec(storage={"kind": "efs", "size_gib": 18})).plans
     assert plan.pvc_size_gib == 18
 
 
@@ -106,7 +106,7 @@ def test_eks_gpu_comes_from_the_node_pool() -> None:
         "models": [{"name": "llama", "model": "llama-3.3-70b", "engine": {"tensor_parallel_size": 8,
                                                                            "max_model_len": 32768}}],
     }
-    (plan,) = plan_deployment(parse_deployment(raw))
+    (plan,) = load_deployment(raw).plans
     assert (plan.gpu.id, plan.layout.gpus_per_pod) == ("h100-sxm", 8)
     bad = copy.deepcopy(raw)
     bad["cluster"]["node_pools"][0]["instance_type"] = "p5.96xlarge"
@@ -138,7 +138,7 @@ def mutated_specs(draw: st.DrawFn) -> dict[str, Any]:
 def test_mutated_specs_either_parse_or_fail_with_located_messages(raw: dict[str, Any]) -> None:
     """No mutation escapes as a traceback: it parses, or every issue names a setting path."""
     try:
-        parse_deployment(raw)
+        load_deployment(raw)
     except SpecError as error:
         assert error.issues
         for issue in error.issues:

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from vllm_pulumi.runtime.gpus import GIB
-from vllm_pulumi.runtime.models import catalog_model
-from vllm_pulumi.runtime.startup import (
+from vllm_pulumi.runtime.facts.gpus import GIB
+from vllm_pulumi.runtime.facts.models import catalog_model
+from vllm_pulumi.runtime.planning.startup import (
     COMPILE_COLD_SECONDS,
     COMPILE_WARM_SECONDS,
     STORAGE_READ_GB_PER_SECOND,
@@ -160,7 +160,7 @@ def test_node_phases_fit_inside_the_rollout_slack() -> None:
 ])
 def test_node_phases_follow_who_makes_the_nodes(case: str, stack: str, provisioned: bool) -> None:
     from vllm_pulumi.components.manifests import load_stack
-    from vllm_pulumi.runtime.derive import plan_deployment
+    from vllm_pulumi.runtime.planning.deployment import plan_deployment
 
     plan = plan_deployment(load_stack(stack))[0]
     names = [phase.name for phase in plan.startup.node_phases]

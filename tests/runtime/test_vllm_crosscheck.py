@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.engine import EngineSettings
-from vllm_pulumi.runtime.gpus import GIB, find_gpu
-from vllm_pulumi.runtime.models import CATALOG, ModelFacts, catalog_model, parse_config
-from vllm_pulumi.runtime.parallelism import tensor_parallel_problems
-from vllm_pulumi.runtime.planner import CapacityPlan, kv_bytes_per_token_per_gpu, plan_capacity
-from vllm_pulumi.runtime.spec import parse_deployment
+from vllm_pulumi.runtime.facts.gpus import GIB, find_gpu
+from vllm_pulumi.runtime.facts.model_catalog import CATALOG
+from vllm_pulumi.runtime.facts.models import ModelFacts, catalog_model, parse_config
+from vllm_pulumi.runtime.planning.capacity import CapacityPlan, kv_bytes_per_token_per_gpu, plan_capacity
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.planning.parallelism import tensor_parallel_problems
+from vllm_pulumi.runtime.spec.engine import EngineSettings
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = REPO / "scripts" / "vllm_facts_probe.py"
@@ -119,7 +119,7 @@ def _stack_spec(stack: str) -> Any:
     import yaml
 
     raw = yaml.safe_load((REPO / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]["vllm-pulumi:deployment"]
-    return parse_deployment(raw)
+    return load_deployment(raw).spec
 
 
 @pytest.fixture(scope="module")

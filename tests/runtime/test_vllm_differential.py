@@ -43,11 +43,11 @@ from hypothesis import strategies as st
 
 from tests.runtime.test_vllm_crosscheck import PROBE, _language_model_config, vllm_python
 from tests.runtime.test_vllm_verdicts import PINNED, Pinned, pinned_stack
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.gpus import find_gpu, gpu_ids
-from vllm_pulumi.runtime.models import CATALOG
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
-from vllm_pulumi.runtime.vllm_flags import QUANTIZATION_METHODS, SERVE_FLAGS
+from vllm_pulumi.runtime.facts.gpus import find_gpu, gpu_ids
+from vllm_pulumi.runtime.facts.model_catalog import CATALOG
+from vllm_pulumi.runtime.facts.vllm_flags import QUANTIZATION_METHODS, SERVE_FLAGS
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError
 
 pytestmark = pytest.mark.vllm
 
@@ -182,7 +182,7 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Probe, Pat
 def our_verdict(raw: dict[str, Any]) -> tuple[str, list[str], list[str] | None]:
     """("accept" | "refuse" | "unjudgeable", our messages, the plan's argument list when accepted)."""
     try:
-        plans = plan_deployment(parse_deployment(raw))
+        plans = load_deployment(raw).plans
     except SpecError as error:
         messages = [issue.message for issue in error.issues]
         if all(any(marker in message for marker in UNJUDGEABLE) and JUDGEABLE_TP not in message

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from vllm_pulumi.runtime.derive import plan_deployment
-from vllm_pulumi.runtime.spec import SpecError, parse_deployment
+from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.spec.validation import SpecError
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,10 @@ def pinned_stack(case: Pinned) -> dict[str, Any]:
 @pytest.mark.parametrize("case", PINNED, ids=[case.name for case in PINNED])
 def test_spec_gives_vllms_verdict(case: Pinned) -> None:
     if case.setting is None:
-        assert plan_deployment(parse_deployment(pinned_stack(case)))
+        assert load_deployment(pinned_stack(case)).plans
         return
     with pytest.raises(SpecError) as raised:
-        parse_deployment(pinned_stack(case))
+        load_deployment(pinned_stack(case))
     settings = [issue.setting for issue in raised.value.issues]
     assert case.setting in settings, raised.value
     # The message names the value and says what would work.

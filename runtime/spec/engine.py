@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from .errors import closest
-from .vllm_flags import LORA_RANKS, SERVE_FLAGS
+from vllm_pulumi.runtime.errors import closest
+from vllm_pulumi.runtime.facts.vllm_flags import LORA_RANKS, SERVE_FLAGS
 
 # The vLLM release this project is built and tested against; a stack may pin another supported one.
 DEFAULT_VLLM_VERSION = "0.33.0"

@@ -77,7 +77,7 @@ SAFETY_FACTOR = 1.5
 NODE_PROVISIONING_SECONDS = 284
 # GPU driver, device plugin and GPU feature discovery until the GPUs are allocatable: 126 s (kaito#2325).
 NODE_INIT_SECONDS = 126
-# Compressed size of vllm/vllm-openai for the pinned release (~20 GB unpacked, runtime/nodes.py); an estimate.
+# Compressed size of vllm/vllm-openai for the pinned release (~20 GB unpacked, runtime/planning/nodes.py); an estimate.
 VLLM_IMAGE_COMPRESSED_GB = 10.0
 # Pull and unpack: kaito#2325 pulled a 5.60 GB image in 101 s, 0.055 GB/s.
 IMAGE_PULL_GB_PER_SECOND = 0.055
@@ -165,12 +165,7 @@ def startup_budget(
     ``nodes_provisioned`` False: the nodes exist already (stated, not made by the stack or an autoscaler), so only the
     image pull comes before the container starts.
     """
-    if read_gb_per_second is not None:
-        bandwidth = read_gb_per_second
-    elif runai_streamer and storage in RUNAI_STREAMER_KINDS:
-        bandwidth = RUNAI_STREAMER_KINDS[storage][0]
-    else:
-        bandwidth = STORAGE_READ_GB_PER_SECOND[storage]
+    bandwidth = _read_gb_per_second(storage, read_gb_per_second, runai_streamer)
     per_pod = math.ceil(checkpoint_bytes / pods_per_replica)
     load = per_pod / (bandwidth * 1e9)
     graphs = 0 if enforce_eager else len(capture_sizes(max_num_seqs, gpu_id)) * GRAPH_MODES_CAPTURED
@@ -189,20 +184,33 @@ def startup_budget(
         Phase("CUDA graph capture", CAPTURE_SECONDS_PER_GRAPH_LAYER * graphs * num_hidden_layers,
               f"{graphs} graphs x {num_hidden_layers} layers"),
     ]
-    pull = VLLM_IMAGE_COMPRESSED_GB / IMAGE_PULL_GB_PER_SECOND
-    node_phases: tuple[Phase, ...] = (
-        Phase("node provisioning", NODE_PROVISIONING_SECONDS, "a new GPU node (kaito#2325)"),
-        Phase("node init", NODE_INIT_SECONDS, "driver, device plugin, GPU discovery (kaito#2325)"),
-    ) if nodes_provisioned else ()
-    node_phases += (
-        Phase("image pull", pull, f"~{VLLM_IMAGE_COMPRESSED_GB:g} GB vLLM image at {IMAGE_PULL_GB_PER_SECOND} GB/s"),
-    )
     return StartupBudget(
         weight_bytes_read_per_pod=per_pod, read_gb_per_second=bandwidth, load_seconds=load,
         safety_factor=SAFETY_FACTOR, phases=tuple(phases),
         compile_cold_seconds=0.0 if enforce_eager else COMPILE_COLD_SECONDS,
         compile_warm_seconds=0.0 if enforce_eager else COMPILE_WARM_SECONDS,
-        compile_cache_warm=compile_cache_warm, node_phases=node_phases,
+        compile_cache_warm=compile_cache_warm, node_phases=_node_phases(nodes_provisioned),
+    )
+
+
+def _read_gb_per_second(storage: StorageKind, measured: float | None, runai_streamer: bool) -> float:
+    """The read speed of one pod: the stack's measurement, else the streamer's or the default loader's by kind."""
+    if measured is not None:
+        return measured
+    if runai_streamer and storage in RUNAI_STREAMER_KINDS:
+        return RUNAI_STREAMER_KINDS[storage][0]
+    return STORAGE_READ_GB_PER_SECOND[storage]
+
+
+def _node_phases(nodes_provisioned: bool) -> tuple[Phase, ...]:
+    """Before the container starts: a new node and its GPU setup (unless the nodes exist), then the image pull."""
+    pull = VLLM_IMAGE_COMPRESSED_GB / IMAGE_PULL_GB_PER_SECOND
+    node_phases: tuple[Phase, ...] = (
+        Phase("node provisioning", NODE_PROVISIONING_SECONDS, "a new GPU node (kaito#2325)"),
+        Phase("node init", NODE_INIT_SECONDS, "driver, device plugin, GPU discovery (kaito#2325)"),
+    ) if nodes_provisioned else ()
+    return node_phases + (
+        Phase("image pull", pull, f"~{VLLM_IMAGE_COMPRESSED_GB:g} GB vLLM image at {IMAGE_PULL_GB_PER_SECOND} GB/s"),
     )
 
 

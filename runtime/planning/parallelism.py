@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import PlanningError
-from .models import ModelFacts
+from vllm_pulumi.runtime.errors import PlanningError
+from vllm_pulumi.runtime.facts.models import ModelFacts
 
 Layout = Literal["single-pod", "leader-worker-set"]
 

@@ -7,16 +7,16 @@ settings, and test_spec.py pins each disagreement it found with vLLM's message.
 
 from __future__ import annotations
 
-from .engine import EngineSettings
-from .errors import PlanningError, closest
-from .gpus import GpuFacts
-from .models import ModelFacts
-from .vllm_flags import (
+from vllm_pulumi.runtime.errors import PlanningError, closest
+from vllm_pulumi.runtime.facts.gpus import GpuFacts
+from vllm_pulumi.runtime.facts.models import ModelFacts
+from vllm_pulumi.runtime.facts.vllm_flags import (
     DEPRECATED_QUANTIZATION_METHODS,
     FLOAT16_UNSUPPORTED_MODEL_TYPES,
     ONLINE_QUANTIZATION_METHODS,
     QUANTIZATION_METHODS,
 )
+from vllm_pulumi.runtime.spec.engine import EngineSettings
 
 # The checkpoint's own quantization (ModelFacts.weight_format) as vLLM names the method of its quantization config.
 _CHECKPOINT_METHOD = {"fp8": "fp8", "mxfp4": "mxfp4"}

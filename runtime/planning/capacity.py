@@ -15,12 +15,18 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from .engine import MAX_SAFE_GPU_MEMORY_UTILIZATION, EngineSettings
-from .errors import PlanningError
-from .gpus import GIB, GpuFacts
-from .kvcache import ASYNC_SCHEDULING_EXTRA_BATCHES, KvCacheGroup, layer_sliding_windows, plan_kv_cache
-from .models import ModelFacts
-from .parallelism import pipeline_stage_layers, tensor_parallel_problems
+from vllm_pulumi.runtime.errors import PlanningError
+from vllm_pulumi.runtime.facts.gpus import GIB, GpuFacts
+from vllm_pulumi.runtime.facts.models import ModelFacts
+from vllm_pulumi.runtime.planning.kvcache import (
+    ASYNC_SCHEDULING_EXTRA_BATCHES,
+    KvCacheCapacity,
+    KvCacheGroup,
+    layer_sliding_windows,
+    plan_kv_cache,
+)
+from vllm_pulumi.runtime.planning.parallelism import pipeline_stage_layers, tensor_parallel_problems
+from vllm_pulumi.runtime.spec.engine import MAX_SAFE_GPU_MEMORY_UTILIZATION, EngineSettings
 
 # vLLM's default KV block: 16 tokens per page.
 BLOCK_SIZE_TOKENS = 16
@@ -127,7 +133,7 @@ class CapacityPlan:
     kv_bytes_per_token_per_gpu: int
     kv_bytes_per_token_per_replica: int
     kv_cache_tokens: int
-    """vLLM's "GPU KV cache size" line: sliding-window layers hold only their window (runtime.kvcache)."""
+    """vLLM's "GPU KV cache size" line: sliding-window layers hold only their window (planning/kvcache.py)."""
     max_model_len: int
     max_num_seqs: int
     max_num_batched_tokens: int
@@ -163,16 +169,7 @@ def plan_capacity(
     layers hold no per-token KV cache); a cache too small for max-model-len is a plan with ``fits=False``.
     """
     tp, pp = engine.tensor_parallel_size, engine.pipeline_parallel_size
-    problems = tensor_parallel_problems(model, tp)
-    if problems:
-        raise PlanningError("tensor_parallel_size", tp, "; ".join(problems) + f" ({model.name})")
-    if model.unmodelled_layer_types:
-        raise PlanningError(
-            "model", model.name,
-            f"layer types {', '.join(model.unmodelled_layer_types)} keep a recurrent state instead of a per-token "
-            "KV cache, which this planner does not model",
-            "plan this model by measuring vLLM's 'GPU KV cache size' log line instead",
-        )
+    _refuse_unplannable(model, tp)
     max_model_len = engine.max_model_len or model.max_position_embeddings
     max_num_seqs, max_batched = engine.batch_sizes(gpu.memory_gib, gpu.product_label, max_model_len)
     kv_dtype_bytes = engine.kv_dtype_bytes(model.native_dtype_bytes)
@@ -183,19 +180,81 @@ def plan_capacity(
     other = overhead_bytes if overhead_bytes is not None else overheads.total_bytes
     kv_cache_bytes = usable - weights - other
 
-    per_token = kv_bytes_per_token_per_gpu(model, tp, pp, kv_dtype_bytes)
+    kv = _kv_cache(model, engine, kv_dtype_bytes, kv_cache_bytes, max_model_len, max_batched)
+    full_sequences = kv.num_blocks // kv.blocks_per_request
+    reasons, warnings = _verdict(model, gpu, engine, kv, weights=weights, other=other, usable=usable,
+                                 kv_cache_bytes=kv_cache_bytes, max_model_len=max_model_len,
+                                 max_num_seqs=max_num_seqs)
+
+    return CapacityPlan(
+        model=model.name,
+        gpu=gpu.id,
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
+        gpus_per_replica=tp * pp,
+        kv_cache_dtype=engine.kv_cache_dtype,
+        kv_dtype_bytes=kv_dtype_bytes,
+        block_size_tokens=BLOCK_SIZE_TOKENS,
+        gpu_memory_bytes=gpu.memory_bytes,
+        gpu_memory_utilization=engine.gpu_memory_utilization,
+        weights_bytes_per_gpu=weights,
+        activation_peak_bytes=overheads.activation_peak_bytes if overhead_bytes is None else 0,
+        non_torch_bytes=overheads.non_torch_bytes if overhead_bytes is None else other,
+        cuda_graph_bytes=overheads.cuda_graph_bytes if overhead_bytes is None else 0,
+        kv_cache_bytes_per_gpu=max(0, kv_cache_bytes),
+        kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(model, tp, pp, kv_dtype_bytes),
+        kv_bytes_per_token_per_replica=kv_bytes_per_token_per_gpu(model, tp, 1, kv_dtype_bytes) * tp,
+        kv_cache_tokens=kv.kv_cache_tokens,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_batched,
+        max_concurrency=round(kv.max_concurrency, 2),
+        max_full_length_sequences=full_sequences,
+        estimated_max_model_len=kv.estimated_max_model_len,
+        kv_cache_blocks=kv.num_blocks,
+        kv_cache_group_windows=[group.sliding_window_tokens for group in kv.groups],
+        max_in_flight_tokens=kv.max_in_flight_tokens,
+        fits=not reasons,
+        reasons=reasons,
+        warnings=warnings,
+    )
+
+
+def _kv_cache(model: ModelFacts, engine: EngineSettings, kv_dtype_bytes: int, kv_cache_bytes: int, max_model_len: int,
+              max_batched: int) -> KvCacheCapacity:
+    """vLLM's KV cache groups, blocks and concurrency for this much KV memory per GPU (runtime/planning/kvcache.py)."""
+    tp, pp = engine.tensor_parallel_size, engine.pipeline_parallel_size
     page_bytes = kv_bytes_per_token_per_gpu(model, tp, 1, kv_dtype_bytes) // model.num_hidden_layers * BLOCK_SIZE_TOKENS
     windows = layer_sliding_windows(model.layer_types, model.num_hidden_layers, model.sliding_window,
                                     hybrid_kv_cache_manager="--disable-hybrid-kv-cache-manager" not in engine.extra_args)
     async_batches = 0 if "--no-async-scheduling" in engine.extra_args else ASYNC_SCHEDULING_EXTRA_BATCHES
-    kv = plan_kv_cache(windows, pipeline_stage_layers(model.num_hidden_layers, pp), page_bytes, kv_cache_bytes,
-                       max_model_len, max_batched, block_size=BLOCK_SIZE_TOKENS, max_concurrent_batches=pp + async_batches,
-                       search_limit=max(max_model_len, model.max_position_embeddings))
-    kv_tokens = kv.kv_cache_tokens
-    full_sequences = kv.num_blocks // kv.blocks_per_request
+    return plan_kv_cache(windows, pipeline_stage_layers(model.num_hidden_layers, pp), page_bytes, kv_cache_bytes,
+                         max_model_len, max_batched, block_size=BLOCK_SIZE_TOKENS,
+                         max_concurrent_batches=pp + async_batches,
+                         search_limit=max(max_model_len, model.max_position_embeddings))
 
+
+def _refuse_unplannable(model: ModelFacts, tp: int) -> None:
+    """Settings vLLM refuses outright, and layers whose state this planner does not model."""
+    problems = tensor_parallel_problems(model, tp)
+    if problems:
+        raise PlanningError("tensor_parallel_size", tp, "; ".join(problems) + f" ({model.name})")
+    if model.unmodelled_layer_types:
+        raise PlanningError(
+            "model", model.name,
+            f"layer types {', '.join(model.unmodelled_layer_types)} keep a recurrent state instead of a per-token "
+            "KV cache, which this planner does not model",
+            "plan this model by measuring vLLM's 'GPU KV cache size' log line instead",
+        )
+
+
+def _verdict(model: ModelFacts, gpu: GpuFacts, engine: EngineSettings, kv: KvCacheCapacity, *, weights: int,
+             other: int, usable: int, kv_cache_bytes: int, max_model_len: int,
+             max_num_seqs: int) -> tuple[list[str], list[str]]:
+    """Why the engine would not start (reasons), and what would hurt once it runs (warnings)."""
     reasons: list[str] = []
     warnings: list[str] = []
+    full_sequences = kv.num_blocks // kv.blocks_per_request
     if kv_cache_bytes <= 0:
         reasons.append(
             f"no memory left for the KV cache: {usable / GIB:.2f} GiB usable per GPU "
@@ -204,8 +263,9 @@ def plan_capacity(
         )
     elif not kv.fits:
         reasons.append(
-            f"the KV cache holds {kv_tokens:,} tokens, fewer than one max_model_len sequence of {max_model_len:,}; "
-            f"lower max_model_len to {kv.estimated_max_model_len:,} or less, use kv_cache_dtype=fp8, or add GPUs"
+            f"the KV cache holds {kv.kv_cache_tokens:,} tokens, fewer than one max_model_len sequence of "
+            f"{max_model_len:,}; lower max_model_len to {kv.estimated_max_model_len:,} or less, use "
+            "kv_cache_dtype=fp8, or add GPUs"
         )
     elif full_sequences < max_num_seqs:
         needed = max_num_seqs * kv.blocks_per_request * max(kv.bytes_per_block_by_stage)
@@ -224,39 +284,7 @@ def plan_capacity(
             f"gpu_memory_utilization {engine.gpu_memory_utilization} leaves under "
             f"{1 - MAX_SAFE_GPU_MEMORY_UTILIZATION:.0%} for allocator fragmentation"
         )
-
-    return CapacityPlan(
-        model=model.name,
-        gpu=gpu.id,
-        tensor_parallel_size=tp,
-        pipeline_parallel_size=pp,
-        gpus_per_replica=tp * pp,
-        kv_cache_dtype=engine.kv_cache_dtype,
-        kv_dtype_bytes=kv_dtype_bytes,
-        block_size_tokens=BLOCK_SIZE_TOKENS,
-        gpu_memory_bytes=gpu.memory_bytes,
-        gpu_memory_utilization=engine.gpu_memory_utilization,
-        weights_bytes_per_gpu=weights,
-        activation_peak_bytes=overheads.activation_peak_bytes if overhead_bytes is None else 0,
-        non_torch_bytes=overheads.non_torch_bytes if overhead_bytes is None else other,
-        cuda_graph_bytes=overheads.cuda_graph_bytes if overhead_bytes is None else 0,
-        kv_cache_bytes_per_gpu=max(0, kv_cache_bytes),
-        kv_bytes_per_token_per_gpu=per_token,
-        kv_bytes_per_token_per_replica=kv_bytes_per_token_per_gpu(model, tp, 1, kv_dtype_bytes) * tp,
-        kv_cache_tokens=kv_tokens,
-        max_model_len=max_model_len,
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_batched,
-        max_concurrency=round(kv.max_concurrency, 2),
-        max_full_length_sequences=full_sequences,
-        estimated_max_model_len=kv.estimated_max_model_len,
-        kv_cache_blocks=kv.num_blocks,
-        kv_cache_group_windows=[group.sliding_window_tokens for group in kv.groups],
-        max_in_flight_tokens=kv.max_in_flight_tokens,
-        fits=not reasons,
-        reasons=reasons,
-        warnings=warnings,
-    )
+    return reasons, warnings
 
 
 def concurrency_table(plan: CapacityPlan, context_lengths: list[int]) -> list[tuple[int, int]]:

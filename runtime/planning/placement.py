@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .nodes import Resources
+from vllm_pulumi.runtime.planning.nodes import Resources
 
 
 class Packing:

@@ -1,4 +1,4 @@
-"""GPU facts: memory, HBM bandwidth, interconnect, the GFD product label, and (from runtime.instances) the AWS
+"""GPU facts: memory, HBM bandwidth, interconnect, the GFD product label, and (from runtime/facts/instances.py) the AWS
 instances that carry each GPU.
 
 Memory is what the CUDA driver reports as total device memory (``torch.cuda.mem_get_info()[1]``,
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import UnknownIdError, closest
-from .instances import find_instance, instances_with
+from vllm_pulumi.runtime.errors import UnknownIdError, closest
+from vllm_pulumi.runtime.facts.instances import find_instance, instances_with
 
 MIB = 1024**2
 GIB = 1024**3
@@ -46,7 +46,7 @@ class GpuFacts:
 
     @property
     def aws_instance_types(self) -> dict[str, int]:
-        """EC2 instance type -> GPUs of this kind it carries (runtime.instances is the one table)."""
+        """EC2 instance type -> GPUs of this kind it carries (runtime/facts/instances.py is the one table)."""
         return {instance.instance_type: instance.gpus for instance in instances_with(self.id)}
 
     @property

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import UnknownIdError, closest
+from vllm_pulumi.runtime.errors import UnknownIdError, closest
 
 
 @dataclass(frozen=True)
 class InstanceFacts:
     instance_type: str
     gpu_id: str
-    """Catalog id of the GPU it carries (runtime.gpus)."""
+    """Catalog id of the GPU it carries (runtime/facts/gpus.py)."""
     gpus: int
     vcpus: int
     memory_gib: int
