@@ -7,7 +7,7 @@ import os
 import sys
 from typing import NoReturn
 
-from .cli import MODULE_PROG, main
+from vllm_pulumi.policies.cli import MODULE_PROG, main
 
 COMMAND = "vllm-pulumi-check"
 """The console script's name: beside ``vllm-pulumi-plan``, the package's other command."""

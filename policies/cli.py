@@ -15,12 +15,12 @@ from pathlib import Path
 
 import yaml
 
-from .engine import Config, ConfigError
-from .loader import InputError
-from .model_configs import HUB_TIMEOUT_SECONDS, ModelConfigError, ModelConfigs, configure
-from .offline import Coverage, check_paths
-from .registry import all_rules
-from .report import FORMATS, format_github, format_json, format_sarif, format_text
+from vllm_pulumi.policies.engine import Config, ConfigError
+from vllm_pulumi.policies.loader import InputError
+from vllm_pulumi.policies.model_configs import HUB_TIMEOUT_SECONDS, ModelConfigError, ModelConfigs, configure
+from vllm_pulumi.policies.offline import Coverage, check_paths
+from vllm_pulumi.policies.registry import all_rules
+from vllm_pulumi.policies.report import FORMATS, format_github, format_json, format_sarif, format_text
 
 __all__ = ["EXIT_INPUT", "EXIT_MANDATORY", "EXIT_OK", "format_text", "load_config", "main"]
 

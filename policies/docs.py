@@ -10,9 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from .gpu_labels import LABELS as GPU_LABELS
-from .registry import CANNOT_CHECK_POLICY, Rule, all_rules
-from .versions import FLAGS, METRICS, release
+from vllm_pulumi.policies.gpu_labels import LABELS as GPU_LABELS
+from vllm_pulumi.policies.registry import all_rules
+from vllm_pulumi.policies.rule_types import CANNOT_CHECK_POLICY, Rule
+from vllm_pulumi.policies.versions import FLAGS, METRICS, release
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "policies.md"
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "policies" / "corpus"

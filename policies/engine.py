@@ -6,9 +6,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .registry import ANY_KIND, CANNOT_CHECK_POLICY, ENFORCEMENTS, Enforcement, Rule, Severity, Violation, all_rules
-from .workload import Resource
-
+from vllm_pulumi.policies.registry import all_rules
+from vllm_pulumi.policies.rule_types import (
+    ANY_KIND,
+    CANNOT_CHECK_POLICY,
+    ENFORCEMENTS,
+    Enforcement,
+    Rule,
+    Severity,
+    Violation,
+)
+from vllm_pulumi.policies.workload import Resource
 
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", list: "a list"}
 

@@ -13,6 +13,9 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
+from vllm_pulumi.policies.pods import env_by_name
+from vllm_pulumi.policies.values import as_float, as_int, mapping
+from vllm_pulumi.policies.workload import Resource, Server
 from vllm_pulumi.runtime import annotations as ann
 from vllm_pulumi.runtime.errors import PlanningError
 from vllm_pulumi.runtime.facts.gpus import find_gpu
@@ -25,8 +28,6 @@ from vllm_pulumi.runtime.spec.engine import (
     KvCacheDtype,
     vllm_batch_defaults,
 )
-
-from .workload import Resource, Server, as_float, as_int, mapping, secret_env_names
 
 _KV_DTYPES = frozenset(get_args(KvCacheDtype))
 
@@ -59,7 +60,7 @@ def storage_kind(server: Server, default: str) -> str:
         return "s3-runai-streamer"
     if ref.startswith("/"):
         return default
-    offline = mapping(secret_env_names(server.container).get("HF_HUB_OFFLINE")).get("value")
+    offline = mapping(env_by_name(server.container).get("HF_HUB_OFFLINE")).get("value")
     if str(offline).strip().lower() in ("1", "true", "yes", "on"):
         return default  # read from a Hugging Face cache on a volume, never downloaded at start
     return "hf-download"

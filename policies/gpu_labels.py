@@ -16,13 +16,12 @@ from typing import Any
 from vllm_pulumi.runtime.errors import PlanningError
 from vllm_pulumi.runtime.facts.gpus import AWS_GPU_NAMES, GpuFacts, find_gpu, gpu_for_instance_type
 from vllm_pulumi.runtime.vocabulary import (
-    AUTO_MODE_GPU_NAME_LABEL as EKS_AUTO_GPU_NAME_LABEL,
+    AUTO_MODE_GPU_NAME_LABEL,
+    GKE_ACCELERATOR_LABEL,
     GPU_PRODUCT_LABEL,
     INSTANCE_TYPE_LABEL,
     KARPENTER_GPU_NAME_LABEL,
 )
-
-GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
 # GKE's accelerator names (GKE node-pool `--accelerator type=`, also the Vertex AI AcceleratorType enum) -> catalog
 # GPU id; None: a GPU GKE offers that the catalog does not describe. nvidia-tesla-a100 is the 40 GB part.
@@ -46,7 +45,7 @@ _OTHER_GPU_INSTANCE_FAMILIES = ("g4dn.", "g4ad.", "g5g.", "p3.", "p3dn.", "p2.",
                                 "p6-b300.")
 
 LABELS: tuple[str, ...] = (GPU_PRODUCT_LABEL, GKE_ACCELERATOR_LABEL, KARPENTER_GPU_NAME_LABEL,
-                           EKS_AUTO_GPU_NAME_LABEL, INSTANCE_TYPE_LABEL)
+                           AUTO_MODE_GPU_NAME_LABEL, INSTANCE_TYPE_LABEL)
 """Every node label that pins the GPU model, in the order messages name them."""
 
 

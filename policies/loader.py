@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 import yaml
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
-from .workload import Resource
+from vllm_pulumi.policies.workload import Resource
 
 # libyaml's C parser composes the node tree; PyYAML built without libyaml falls back to the pure-Python one.
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

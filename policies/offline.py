@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .engine import Config, Finding, evaluate
-from .loader import InputError, load_text, read_file, read_stream, yaml_files
-from .registry import all_rules, reads
-from .workload import NON_WORKLOAD_KINDS, POD_KINDS, Resource, is_vllm_image, vllm_containers
+from vllm_pulumi.policies.engine import Config, Finding, evaluate
+from vllm_pulumi.policies.kinds import NON_WORKLOAD_KINDS, POD_KINDS
+from vllm_pulumi.policies.loader import InputError, load_text, read_file, read_stream, yaml_files
+from vllm_pulumi.policies.registry import all_rules, reads
+from vllm_pulumi.policies.vllm_command import is_vllm_image, vllm_containers
+from vllm_pulumi.policies.workload import Resource
 
 STDIN = "-"
 """The PATH that means standard input (``helm template ... | vllm-pulumi-check -``)."""

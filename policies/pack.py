@@ -24,10 +24,11 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .engine import check_resource, check_stack
-from .registry import CANNOT_CHECK_POLICY, Rule, Violation, all_rules
-from .rules_stack import managed_node_group_manifest
-from .workload import Resource
+from vllm_pulumi.policies.aws_objects import managed_node_group_manifest
+from vllm_pulumi.policies.engine import check_resource, check_stack
+from vllm_pulumi.policies.registry import all_rules
+from vllm_pulumi.policies.rule_types import CANNOT_CHECK_POLICY, Rule, Violation
+from vllm_pulumi.policies.workload import Resource
 
 _LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY,
            "disabled": EnforcementLevel.DISABLED}

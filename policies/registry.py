@@ -1,101 +1,78 @@
-"""The one place each rule is described: name, what it checks, its default enforcement and severity, why it matters,
-how to fix it, and its settings. The CrossGuard pack, the offline checker and docs/policies.md are all built from
-``RULES``.
+"""Every rule, in one ordered mapping: the CrossGuard pack, the offline checker and docs/policies.md are all built
+from ``RULES``. The rules live in one module per topic (``rules/``); this module lists those modules, so which rules
+exist and in which order never depends on what was imported first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from types import ModuleType
 
-from .workload import NON_WORKLOAD_KINDS, Resource
+from vllm_pulumi.policies.kinds import NON_WORKLOAD_KINDS
+from vllm_pulumi.policies.rule_types import ANY_KIND, Rule, Scope
+from vllm_pulumi.policies.rules import (
+    autoscaling,
+    capacity,
+    coverage,
+    disruption_budgets,
+    drain,
+    flags_and_metrics,
+    gpus,
+    images,
+    memory_and_cpu,
+    multi_node,
+    network_policies,
+    observability,
+    placement,
+    probes,
+    rollout,
+    security,
+    services,
+    storage,
+)
 
-ANY_KIND = "*"
-"""In a rule's ``kinds``: every kind that may hold a container (all but ``workload.NON_WORKLOAD_KINDS``)."""
-
-Enforcement = Literal["mandatory", "advisory", "disabled"]
-Severity = Literal["low", "medium", "high", "critical"]
-Scope = Literal["resource", "stack"]
-ENFORCEMENTS: tuple[Enforcement, ...] = ("mandatory", "advisory", "disabled")
-CANNOT_CHECK_POLICY = "vllm-cannot-check"
-"""The pack's advisory policy for "cannot check" findings (CrossGuard fixes one level per policy)."""
-
-
-@dataclass(frozen=True)
-class Violation:
-    """What a rule found: the problem with its numbers, and the change that fixes it."""
-
-    message: str
-    fix: str
-    cannot_check: bool = False
-    """The rule lacks a fact it needs (unknown model or GPU): always reported as advisory, never blocks."""
-    resource: Resource | None = None
-    """For stack rules: the object at fault (defaults to the one being checked)."""
-
-
-@dataclass(frozen=True)
-class Setting:
-    default: Any
-    description: str
-
-    @property
-    def json_type(self) -> str:
-        if isinstance(self.default, bool):
-            return "boolean"
-        if isinstance(self.default, int):
-            return "integer"
-        if isinstance(self.default, float):
-            return "number"
-        if isinstance(self.default, list):
-            return "array"
-        return "string"
+PER_OBJECT_TOPICS: tuple[ModuleType, ...] = (
+    probes, drain, rollout, memory_and_cpu, gpus, capacity, placement, storage, images, multi_node, observability,
+    security, flags_and_metrics, coverage,
+)
+"""The topics whose per-object rules (scope ``resource``) come first, in this order."""
+STACK_TOPICS: tuple[ModuleType, ...] = (
+    autoscaling, observability, services, disruption_budgets, network_policies, placement,
+)
+"""The topics whose stack rules come after them, in this order. A topic with both kinds of rule (placement,
+observability) is in both lists; the two orders keep the order the rules were written in, which the docs table, the
+pack's policies and the SARIF rule list show."""
 
 
-ResourceCheck = Callable[[Resource, Mapping[str, Any]], Iterable[Violation]]
-StackCheck = Callable[[Sequence[Resource], Mapping[str, Any]], Iterable[Violation]]
+def _collect() -> dict[str, Rule]:
+    """The per-object rules of the per-object topics, then the stack rules of the stack topics. A rule of a topic not
+    listed for its scope, or a name used twice, fails here, at import."""
+    rules: dict[str, Rule] = {}
+    lists: tuple[tuple[Scope, tuple[ModuleType, ...]], ...] = (("resource", PER_OBJECT_TOPICS),
+                                                               ("stack", STACK_TOPICS))
+    for scope, topics in lists:
+        for topic in topics:
+            for item in topic.RULES:
+                if item.scope != scope:
+                    continue
+                if item.name in rules:
+                    raise ValueError(f"rule {item.name!r} is defined twice")
+                rules[item.name] = item
+    listed = {id(item) for item in rules.values()}
+    for topic in dict.fromkeys((*PER_OBJECT_TOPICS, *STACK_TOPICS)):
+        for item in topic.RULES:
+            if id(item) not in listed:
+                raise ValueError(f"{topic.__name__}.{item.name} is a {item.scope} rule, but the topic is not listed "
+                                 f"for that scope in {__name__}")
+    return rules
 
 
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    group: str
-    description: str
-    enforcement: Enforcement
-    severity: Severity
-    why: str
-    fix: str
-    scope: Scope
-    check: Callable[..., Iterable[Violation]]
-    kinds: tuple[str, ...]
-    settings: Mapping[str, Setting] = field(default_factory=dict)
-    text_filter: tuple[str, ...] = ()
-    """When set, an object whose YAML text contains none of these strings cannot violate the rule (so the offline
-    checker need not parse it for this rule)."""
-
-    def defaults(self) -> dict[str, Any]:
-        return {key: setting.default for key, setting in self.settings.items()}
+RULES: dict[str, Rule] = _collect()
 
 
-RULES: dict[str, Rule] = {}
-
-
-def rule(
-    name: str, *, group: str, description: str, enforcement: Enforcement, severity: Severity, why: str, fix: str,
-    kinds: Sequence[str], scope: Scope = "resource", settings: Mapping[str, Setting] | None = None,
-    text_filter: Sequence[str] = (),
-) -> Callable[[Callable[..., Iterable[Violation]]], Callable[..., Iterable[Violation]]]:
-    """Register a rule function under ``name``; the function stays a plain function that tests call directly."""
-
-    def register(check: Callable[..., Iterable[Violation]]) -> Callable[..., Iterable[Violation]]:
-        if name in RULES:
-            raise ValueError(f"rule {name!r} registered twice")
-        RULES[name] = Rule(name, group, " ".join(description.split()), enforcement, severity, " ".join(why.split()),
-                           " ".join(fix.split()), scope, check, tuple(kinds), dict(settings or {}),
-                           tuple(text_filter))
-        return check
-
-    return register
+def all_rules() -> dict[str, Rule]:
+    """Every rule by name, in the registry's order."""
+    return RULES
 
 
 def reads(rules: Iterable[Rule]) -> Callable[[str, str], bool]:
@@ -122,10 +99,3 @@ def reads(rules: Iterable[Rule]) -> Callable[[str, str], bool]:
             not markers or any(marker in text for marker in markers) for markers in anywhere)
 
     return needed
-
-
-def all_rules() -> dict[str, Rule]:
-    """Every registered rule (importing the rule modules registers them)."""
-    from . import rules_stack, rules_workload  # noqa: F401  (registration side effect)
-
-    return RULES

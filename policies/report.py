@@ -10,9 +10,9 @@ from pathlib import Path, PurePath
 from typing import Any, Literal
 from urllib.parse import quote
 
-from .engine import Finding
-from .offline import STDIN_NAME
-from .registry import Enforcement, Rule, Severity
+from vllm_pulumi.policies.engine import Finding
+from vllm_pulumi.policies.offline import STDIN_NAME
+from vllm_pulumi.policies.rule_types import Enforcement, Rule, Severity
 
 FORMATS = ("text", "json", "sarif", "github")
 TOOL_NAME = "vllm-pulumi-check"

@@ -23,6 +23,8 @@ class Change:
     """First release without it (for metrics: the release that stopped exporting it by default, i.e. hid it)."""
     source: str
     """Where in vLLM's history this was read."""
+    replaced_by: str = ""
+    """For a metric gone by vLLM 0.33: what to query instead (the removed-vllm-metrics rule's fix)."""
 
 
 FLAGS: dict[str, Change] = {
@@ -33,20 +35,34 @@ METRICS: dict[str, Change] = {
     "vllm:kv_cache_usage_perc": Change((0, 9, 2), None, "vllm-project/vllm#18354 (v0.9.2)"),
     "vllm:prefix_cache_queries": Change((0, 9, 2), None, "vllm-project/vllm#18354 (v0.9.2)"),
     "vllm:prefix_cache_hits": Change((0, 9, 2), None, "vllm-project/vllm#18354 (v0.9.2)"),
-    "vllm:gpu_cache_usage_perc": Change(None, (0, 11, 0), "deprecated by #18354, hidden in v0.11 by #24245, "
-                                                          "removed in v0.12 by #29330"),
-    "vllm:gpu_prefix_cache_queries": Change(None, (0, 11, 0), "hidden in v0.11 by #24245, removed by #29330"),
-    "vllm:gpu_prefix_cache_hits": Change(None, (0, 11, 0), "hidden in v0.11 by #24245, removed by #29330"),
-    "vllm:num_requests_swapped": Change(None, (0, 9, 0), "deprecated in v0.8 (#14136), hidden by #15458, "
-                                                         "removed by #18837"),
-    "vllm:cpu_cache_usage_perc": Change(None, (0, 9, 0), "deprecated in v0.8 (#14136), hidden by #15458, "
-                                                         "removed by #18837"),
-    "vllm:gpu_prefix_cache_hit_rate": Change(None, (0, 9, 0), "hidden by #15458, removed by #18837"),
-    "vllm:time_per_output_token_seconds": Change(None, (0, 12, 0), "deprecated by #24110, hidden by #29330"),
+    "vllm:gpu_cache_usage_perc": Change(
+        None, (0, 11, 0), "deprecated by #18354, hidden in v0.11 by #24245, removed in v0.12 by #29330",
+        replaced_by="vllm:kv_cache_usage_perc (0..1)"),
+    "vllm:gpu_prefix_cache_queries": Change(
+        None, (0, 11, 0), "hidden in v0.11 by #24245, removed by #29330",
+        replaced_by="vllm:prefix_cache_queries"),
+    "vllm:gpu_prefix_cache_hits": Change(
+        None, (0, 11, 0), "hidden in v0.11 by #24245, removed by #29330",
+        replaced_by="vllm:prefix_cache_hits"),
+    "vllm:num_requests_swapped": Change(
+        None, (0, 9, 0), "deprecated in v0.8 (#14136), hidden by #15458, removed by #18837",
+        replaced_by="nothing (no swapping in the V1 engine); use vllm:num_preemptions"),
+    "vllm:cpu_cache_usage_perc": Change(
+        None, (0, 9, 0), "deprecated in v0.8 (#14136), hidden by #15458, removed by #18837",
+        replaced_by="nothing (the V1 engine has no CPU swap space); drop the query"),
+    "vllm:gpu_prefix_cache_hit_rate": Change(
+        None, (0, 9, 0), "hidden by #15458, removed by #18837",
+        replaced_by="rate(vllm:prefix_cache_hits) / rate(vllm:prefix_cache_queries)"),
+    "vllm:time_per_output_token_seconds": Change(
+        None, (0, 12, 0), "deprecated by #24110, hidden by #29330",
+        replaced_by="vllm:request_time_per_output_token_seconds or vllm:inter_token_latency_seconds"),
 }
 
 ASSUMED_VERSION: Version = parse_version(DEFAULT_VLLM_VERSION)
 """What an image whose tag names no vLLM release is taken to run: the release the package pins."""
+REMOVED_METRICS: dict[str, str] = {name: change.replaced_by for name, change in METRICS.items()
+                                   if change.removed is not None and change.removed <= ASSUMED_VERSION}
+"""Metrics the pinned vLLM (0.33) no longer exports, with what replaced them."""
 
 # Repositories whose tags are vLLM release numbers: the project's vllm-openai image and rebuilds of it under that
 # name (lmcache/vllm-openai). Other vllm-named images (vllm-tpu nightlies, in-house builds) carry their own numbers.

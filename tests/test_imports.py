@@ -11,14 +11,6 @@ from pathlib import Path
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "src" / "vllm_pulumi"
 PACKAGE = "vllm_pulumi"
 
-# Function-level imports in files other helpers of the restructure own (issue 20), to go when their branch lands:
-# policies' rule registration imports its rule modules when the registry is built.
-PENDING_ELSEWHERE = {
-    ("vllm_pulumi.policies.registry", "vllm_pulumi.policies.rules_stack"),
-    ("vllm_pulumi.policies.registry", "vllm_pulumi.policies.rules_workload"),
-    ("vllm_pulumi.policies.rules_stack", "vllm_pulumi.policies.facts"),
-}
-
 
 def _modules() -> dict[str, Path]:
     found = {}
@@ -122,9 +114,7 @@ def test_no_import_cycle_within_the_package():
 
 def test_no_function_level_import_of_a_package_module():
     _, nested = _graph()
-    assert sorted(nested - PENDING_ELSEWHERE) == []
-    # An entry here that no longer exists must go, so the list only ever shrinks.
-    assert sorted(PENDING_ELSEWHERE - nested) == []
+    assert sorted(nested) == []
 
 
 def test_the_cycle_finder_finds_a_cycle():

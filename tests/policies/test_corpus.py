@@ -14,7 +14,8 @@ import yaml
 from vllm_pulumi.policies.engine import evaluate
 from vllm_pulumi.policies.loader import load_paths
 from vllm_pulumi.policies.offline import Coverage
-from vllm_pulumi.policies.workload import NON_WORKLOAD_KINDS, POD_KINDS, vllm_containers
+from vllm_pulumi.policies.kinds import NON_WORKLOAD_KINDS, POD_KINDS
+from vllm_pulumi.policies.vllm_command import vllm_containers
 
 CORPUS = Path(__file__).parent / "corpus"
 SOURCES = yaml.safe_load((CORPUS / "SOURCES").read_text(encoding="utf-8"))

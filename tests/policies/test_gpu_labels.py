@@ -6,14 +6,13 @@ from typing import Any
 
 import pytest
 
-from vllm_pulumi.policies.gpu_labels import (
-    EKS_AUTO_GPU_NAME_LABEL,
+from vllm_pulumi.policies.gpu_labels import gpu_pins, pinned_gpu
+from vllm_pulumi.runtime.vocabulary import (
+    AUTO_MODE_GPU_NAME_LABEL,
     GKE_ACCELERATOR_LABEL,
     GPU_PRODUCT_LABEL,
     INSTANCE_TYPE_LABEL,
     KARPENTER_GPU_NAME_LABEL,
-    gpu_pins,
-    pinned_gpu,
 )
 
 
@@ -34,8 +33,8 @@ def _affinity(key: str, operator: str, values: list[str]) -> dict[str, Any]:
     (KARPENTER_GPU_NAME_LABEL, "a10g", "a10g"),
     (KARPENTER_GPU_NAME_LABEL, "l40s", "l40s"),
     (KARPENTER_GPU_NAME_LABEL, "a100", "a100-40gb"),
-    (EKS_AUTO_GPU_NAME_LABEL, "h100", "h100-sxm"),
-    (EKS_AUTO_GPU_NAME_LABEL, "l4", "l4"),
+    (AUTO_MODE_GPU_NAME_LABEL, "h100", "h100-sxm"),
+    (AUTO_MODE_GPU_NAME_LABEL, "l4", "l4"),
     (INSTANCE_TYPE_LABEL, "p5.48xlarge", "h100-sxm"),
     (INSTANCE_TYPE_LABEL, "g6e.12xlarge", "l40s"),
     (INSTANCE_TYPE_LABEL, "p4de.24xlarge", "a100-80gb"),

@@ -7,13 +7,9 @@ import pytest
 
 from vllm_pulumi.components.builders.nodes import build_node_group, node_group_args
 from vllm_pulumi.components.manifests import build_manifests, load_stack
-from vllm_pulumi.policies.rules_stack import (
-    MANAGED_NODE_GROUP_KIND,
-    gpu_nodepool_consolidation,
-    gpu_pod_matches_a_node_pool,
-    managed_node_group_manifest,
-    pool_admits,
-)
+from vllm_pulumi.policies.aws_objects import managed_node_group_manifest
+from vllm_pulumi.policies.node_pools import MANAGED_NODE_GROUP_KIND, pool_admits
+from vllm_pulumi.policies.rules.placement import gpu_nodepool_consolidation, gpu_pod_matches_a_node_pool
 from vllm_pulumi.policies.workload import Resource
 from vllm_pulumi.runtime.planning.deployment import plan_deployment
 from vllm_pulumi.runtime.spec.cluster import EksCluster

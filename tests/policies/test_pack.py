@@ -21,8 +21,9 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from vllm_pulumi.policies.pack import CANNOT_CHECK_POLICY, build_policies, manifest_from_props
+from vllm_pulumi.policies.pack import build_policies, manifest_from_props
 from vllm_pulumi.policies.registry import all_rules
+from vllm_pulumi.policies.rule_types import CANNOT_CHECK_POLICY
 
 FIXTURES = Path(__file__).parent / "fixtures"
 POLICIES: dict[str, Policy] = {p.name: p for p in build_policies()}

@@ -15,7 +15,8 @@ import yaml
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from vllm_pulumi.policies.registry import CANNOT_CHECK_POLICY, all_rules
+from vllm_pulumi.policies.registry import all_rules
+from vllm_pulumi.policies.rule_types import CANNOT_CHECK_POLICY
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_pulumi.policies.versions import ASSUMED_VERSION, FLAGS, METRICS, flag_missing_in, image_version
+from vllm_pulumi.policies.versions import (
+    ASSUMED_VERSION,
+    FLAGS,
+    METRICS,
+    REMOVED_METRICS,
+    flag_missing_in,
+    image_version,
+)
 
 
 @pytest.mark.parametrize(("image", "version", "known"), [
@@ -33,3 +40,9 @@ def test_every_row_cites_vllm_history() -> None:
     for name, change in {**FLAGS, **METRICS}.items():
         assert "#" in change.source, name
         assert change.added is not None or change.removed is not None, name
+
+
+def test_every_metric_gone_by_the_pinned_release_names_its_replacement() -> None:
+    gone = {name for name, change in METRICS.items() if change.removed is not None and change.removed <= ASSUMED_VERSION}
+    assert set(REMOVED_METRICS) == gone
+    assert all(REMOVED_METRICS.values())

@@ -7,7 +7,10 @@ from typing import Any
 import pytest
 
 from vllm_pulumi.policies.facts import parse_tokens
-from vllm_pulumi.policies.workload import Resource, parse_quantity, pre_stop_seconds, serve_command
+from vllm_pulumi.policies.pods import pre_stop_seconds
+from vllm_pulumi.policies.values import parse_quantity
+from vllm_pulumi.policies.vllm_command import serve_command
+from vllm_pulumi.policies.workload import Resource
 
 
 def _deployment(container: dict[str, Any], **pod: Any) -> dict[str, Any]:
