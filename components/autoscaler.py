@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pulumi
 
-from ..runtime.derive import ServingPlan
-from .builders.autoscaling import build_scaled_object
-from .kube import inherited_depends_on, register_objects
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.components.builders.autoscaling import build_scaled_object
+from vllm_pulumi.components.kube import inherited_depends_on, register_objects
 
 
 class QueueAutoscaler(pulumi.ComponentResource):

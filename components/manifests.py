@@ -13,14 +13,14 @@ from typing import Any
 
 import yaml
 
-from ..runtime.derive import ServingPlan, plan_deployment
-from ..runtime.spec import DeploymentSpec, EksCluster, parse_deployment
-from .builders.autoscaling import build_scaled_object
-from .builders.karpenter import build_karpenter_objects
-from .builders.network import build_namespace, build_network
-from .builders.observability import build_observability
-from .builders.serving import build_serving, build_serving_secrets
-from .builders.storage import build_storage, build_storage_secrets
+from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
+from vllm_pulumi.runtime.spec import DeploymentSpec, EksCluster, parse_deployment
+from vllm_pulumi.components.builders.autoscaling import build_scaled_object
+from vllm_pulumi.components.builders.karpenter import build_karpenter_objects
+from vllm_pulumi.components.builders.network import build_namespace, build_network
+from vllm_pulumi.components.builders.observability import build_observability
+from vllm_pulumi.components.builders.serving import build_serving, build_serving_secrets
+from vllm_pulumi.components.builders.storage import build_storage, build_storage_secrets
 
 CONFIG_KEY = "vllm-pulumi:deployment"
 STACKS_DIR = Path(__file__).resolve().parent.parent / "stacks"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pulumi
 
-from ..runtime.derive import ServingPlan
-from ..runtime.spec import ObservabilitySpec
-from .builders.observability import build_observability
-from .kube import inherited_depends_on, register_objects
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.spec import ObservabilitySpec
+from vllm_pulumi.components.builders.observability import build_observability
+from vllm_pulumi.components.kube import inherited_depends_on, register_objects
 
 
 class Observability(pulumi.ComponentResource):

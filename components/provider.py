@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from ..runtime.spec import ClusterSpec, EksCluster, KubeconfigCluster, RenderCluster
+from vllm_pulumi.runtime.spec import ClusterSpec, EksCluster, KubeconfigCluster, RenderCluster
 
 
 def eks_kubeconfig(cluster_name: str, region: str, endpoint: str, certificate_authority: str) -> str:

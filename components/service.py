@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pulumi
 
-from ..runtime.derive import ServingPlan
-from .builders.network import build_network
-from .builders.secrets import API_KEY_SECRET_KEY
-from .builders.serving import SERVICE_PORT, build_serving, build_serving_secrets, workload_kind
-from .kube import inherited_depends_on, register_objects, register_secret
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.components.builders.network import build_network
+from vllm_pulumi.components.builders.secrets import API_KEY_SECRET_KEY
+from vllm_pulumi.components.builders.serving import (
+    SERVICE_PORT,
+    build_serving,
+    build_serving_secrets,
+    workload_kind,
+)
+from vllm_pulumi.components.kube import inherited_depends_on, register_objects, register_secret
 
 
 class VllmService(pulumi.ComponentResource):

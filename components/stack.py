@@ -9,19 +9,19 @@ from collections.abc import Mapping
 
 import pulumi
 
-from ..runtime.derive import ServingPlan
-from ..runtime.spec import DeploymentSpec, EksCluster, SecretRef
-from .addons import ADDON_CLASSES, HelmAddon
-from .autoscaler import QueueAutoscaler
-from .builders.addons import build_addons
-from .builders.karpenter import build_karpenter_objects, is_karpenter_pool
-from .builders.network import build_namespace
-from .builders.nodes import build_node_group
-from .kube import register_objects
-from .nodes import GpuNodePool
-from .observability import Observability
-from .service import VllmService
-from .store import ModelStore
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.spec import DeploymentSpec, EksCluster, SecretRef
+from vllm_pulumi.components.addons import ADDON_CLASSES, HelmAddon
+from vllm_pulumi.components.autoscaler import QueueAutoscaler
+from vllm_pulumi.components.builders.addons import build_addons
+from vllm_pulumi.components.builders.karpenter import build_karpenter_objects, is_karpenter_pool
+from vllm_pulumi.components.builders.network import build_namespace
+from vllm_pulumi.components.builders.nodes import build_node_group
+from vllm_pulumi.components.kube import register_objects
+from vllm_pulumi.components.nodes import GpuNodePool
+from vllm_pulumi.components.observability import Observability
+from vllm_pulumi.components.service import VllmService
+from vllm_pulumi.components.store import ModelStore
 
 
 def pulumi_secret_keys(spec: DeploymentSpec) -> list[str]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pulumi
 
-from ..runtime.derive import ServingPlan
-from .builders.secrets import HF_TOKEN_SECRET_KEY
-from .builders.storage import build_storage, build_storage_secrets, claim_name
-from .kube import inherited_depends_on, register_objects, register_secret
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.components.builders.secrets import HF_TOKEN_SECRET_KEY
+from vllm_pulumi.components.builders.storage import build_storage, build_storage_secrets, claim_name
+from vllm_pulumi.components.kube import inherited_depends_on, register_objects, register_secret
 
 
 class ModelStore(pulumi.ComponentResource):

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...runtime.derive import ServingPlan
-from ...runtime.spec import AddonSpec, DeploymentSpec, EksCluster, GpuOperatorSpec, ObservabilitySpec
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.spec import AddonSpec, DeploymentSpec, EksCluster, GpuOperatorSpec, ObservabilitySpec
 
 
 @dataclass(frozen=True)

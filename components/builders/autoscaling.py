@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...runtime.derive import ServingPlan
-from . import labels as lbl
-from .serving import workload_kind
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.components.builders import labels as lbl
+from vllm_pulumi.components.builders.serving import workload_kind
 
 AUTOSCALER_COMPONENT = "autoscaler"
 # HPA behavior policies accept periodSeconds up to 1800 (autoscaling/v2 validation).

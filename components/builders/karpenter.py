@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...runtime.derive import ServingPlan
-from ...runtime.nodes import (
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.nodes import (
     ARCH_LABEL,
     AUTO_MODE_GPU_COUNT_LABEL,
     AUTO_MODE_GPU_NAME_LABEL,
@@ -39,8 +39,8 @@ from ...runtime.nodes import (
     pool_instances,
     pool_node_group_labels,
 )
-from ...runtime.spec import EksCluster, GpuNodePoolSpec
-from . import labels as lbl
+from vllm_pulumi.runtime.spec import EksCluster, GpuNodePoolSpec
+from vllm_pulumi.components.builders import labels as lbl
 
 KARPENTER_API = "karpenter.sh/v1"
 EC2_NODE_CLASS_API = "karpenter.k8s.aws/v1"

@@ -10,7 +10,7 @@ finding that is neither fixed nor listed there. Findings that were right to fix 
 
 from __future__ import annotations
 
-from ...runtime.derive import ServingPlan
+from vllm_pulumi.runtime.derive import ServingPlan
 
 KUBE_SCORE_IGNORE = "kube-score/ignore"
 

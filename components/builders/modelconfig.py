@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...runtime.models import ModelFacts
+from vllm_pulumi.runtime.models import ModelFacts
 
 # parse_config reads a quantised checkpoint's weight size from its quant_method.
 _QUANT_METHOD = {"fp8": "fp8", "mxfp4": "mxfp4", "int4": "awq"}

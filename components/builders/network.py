@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...runtime.derive import ServingPlan
-from . import labels as lbl
-from .linters import service_exemptions
-from .serving import HTTP_PORT_NAME, SERVICE_PORT, server_labels, service_selector
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.components.builders import labels as lbl
+from vllm_pulumi.components.builders.linters import service_exemptions
+from vllm_pulumi.components.builders.serving import HTTP_PORT_NAME, SERVICE_PORT, server_labels, service_selector
 
 
 def build_namespace(name: str, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:

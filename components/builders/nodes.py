@@ -10,11 +10,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...runtime.derive import ServingPlan
-from ...runtime.gpus import gpu_for_instance_type
-from ...runtime.instances import efa_interfaces_for
-from ...runtime.nodes import GPU_TAINT, NODE_DISK_GIB, pool_instances, pool_node_group_labels
-from ...runtime.spec import GpuNodePoolSpec
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.gpus import gpu_for_instance_type
+from vllm_pulumi.runtime.instances import efa_interfaces_for
+from vllm_pulumi.runtime.nodes import GPU_TAINT, NODE_DISK_GIB, pool_instances, pool_node_group_labels
+from vllm_pulumi.runtime.spec import GpuNodePoolSpec
 
 # Policies every EKS worker node needs (join the cluster, pull images from ECR, run the VPC CNI).
 NODE_ROLE_POLICY_ARNS = (

@@ -10,11 +10,11 @@ import hashlib
 import json
 from typing import Any
 
-from ...runtime.derive import ServingPlan
-from ...runtime.spec import ObservabilitySpec
-from . import labels as lbl
-from .autoscaling import metric_selector, promql_string
-from .serving import HTTP_PORT_NAME, service_selector
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.spec import ObservabilitySpec
+from vllm_pulumi.components.builders import labels as lbl
+from vllm_pulumi.components.builders.autoscaling import metric_selector, promql_string
+from vllm_pulumi.components.builders.serving import HTTP_PORT_NAME, service_selector
 
 OBSERVABILITY_COMPONENT = "observability"
 # Queue depth above which a growing queue pages when the model is not autoscaled (KEDA's threshold otherwise).

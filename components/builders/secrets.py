@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...runtime.spec import SecretRef
+from vllm_pulumi.runtime.spec import SecretRef
 
 API_KEY_SECRET_KEY = "api-key"
 HF_TOKEN_SECRET_KEY = "token"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ...runtime import annotations as ann
-from ...runtime.derive import (
+from vllm_pulumi.runtime import annotations as ann
+from vllm_pulumi.runtime.derive import (
     EFA_RESOURCE,
     LIVENESS_PROBE_PERIOD_SECONDS,
     MODEL_MOUNT_PATH,
@@ -24,13 +24,13 @@ from ...runtime.derive import (
     compile_cache_key,
     runai_streamer_concurrency,
 )
-from ...runtime.models import catalog_id_for
-from ...runtime.nodes import GPU_RESOURCE
-from .karpenter import do_not_disrupt_annotations, gpu_pool_scheduling
-from . import labels as lbl
-from .linters import workload_exemptions
-from .modelconfig import model_config_annotation
-from .secrets import (
+from vllm_pulumi.runtime.models import catalog_id_for
+from vllm_pulumi.runtime.nodes import GPU_RESOURCE
+from vllm_pulumi.components.builders.karpenter import do_not_disrupt_annotations, gpu_pool_scheduling
+from vllm_pulumi.components.builders import labels as lbl
+from vllm_pulumi.components.builders.linters import workload_exemptions
+from vllm_pulumi.components.builders.modelconfig import model_config_annotation
+from vllm_pulumi.components.builders.secrets import (
     API_KEY_SECRET_KEY,
     HF_TOKEN_SECRET_KEY,
     api_key_secret_name,
@@ -38,7 +38,7 @@ from .secrets import (
     hf_token_secret_name,
     secret_env,
 )
-from .storage import claim_name
+from vllm_pulumi.components.builders.storage import claim_name
 
 HTTP_PORT_NAME = "http"
 SERVICE_PORT = 80

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...runtime.derive import MODEL_MOUNT_PATH, ServingPlan
-from .karpenter import gpu_pool_scheduling
-from . import labels as lbl
-from .linters import hydration_exemptions
-from .secrets import HF_TOKEN_SECRET_KEY, build_generated_secret, hf_token_secret_name, secret_env
+from vllm_pulumi.runtime.derive import MODEL_MOUNT_PATH, ServingPlan
+from vllm_pulumi.components.builders.karpenter import gpu_pool_scheduling
+from vllm_pulumi.components.builders import labels as lbl
+from vllm_pulumi.components.builders.linters import hydration_exemptions
+from vllm_pulumi.components.builders.secrets import (
+    HF_TOKEN_SECRET_KEY,
+    build_generated_secret,
+    hf_token_secret_name,
+    secret_env,
+)
 
 STORAGE_COMPONENT = "model-store"
 # The hydration Job runs the serving image itself (plan.image, pinned by the vLLM version): it ships the Hugging Face
