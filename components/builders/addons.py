@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_pulumi.components.builders.placement import gpu_toleration
 from vllm_pulumi.runtime.derive import ServingPlan
 from vllm_pulumi.runtime.spec import AddonSpec, DeploymentSpec, EksCluster, GpuOperatorSpec, ObservabilitySpec
 
@@ -86,7 +87,7 @@ def gpu_operator_values(spec: GpuOperatorSpec, cluster_mode: str, observability:
             },
         },
         "daemonsets": {
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "tolerations": [gpu_toleration()],
         },
     }
     return deep_merge(values, spec.values)

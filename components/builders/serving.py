@@ -26,7 +26,7 @@ from vllm_pulumi.runtime.derive import (
 )
 from vllm_pulumi.runtime.models import catalog_id_for
 from vllm_pulumi.runtime.nodes import GPU_RESOURCE
-from vllm_pulumi.components.builders.karpenter import do_not_disrupt_annotations, gpu_pool_scheduling
+from vllm_pulumi.components.builders.placement import do_not_disrupt_annotations, gpu_pool_scheduling
 from vllm_pulumi.components.builders import labels as lbl
 from vllm_pulumi.components.builders.linters import workload_exemptions
 from vllm_pulumi.components.builders.modelconfig import model_config_annotation

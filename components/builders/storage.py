@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from vllm_pulumi.runtime.derive import MODEL_MOUNT_PATH, ServingPlan
-from vllm_pulumi.components.builders.karpenter import gpu_pool_scheduling
+from vllm_pulumi.components.builders.placement import gpu_pool_scheduling
 from vllm_pulumi.components.builders import labels as lbl
 from vllm_pulumi.components.builders.linters import hydration_exemptions
 from vllm_pulumi.components.builders.secrets import (
