@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -133,6 +134,14 @@ def build_addons(spec: DeploymentSpec, plans: list[ServingPlan]) -> list[AddonRe
         releases.append(AddonRelease("lws", chart_for(LWS_CHART, addons.lws), lws_values(addons.lws),
                                      addons.lws.install))
     return releases
+
+
+def registered_releases(spec: DeploymentSpec, releases: list[AddonRelease]) -> list[AddonRelease]:
+    """The releases as the stack registers them: in render mode there is nothing to install into (the manifests are
+    written to a directory; render_mode_notes tells the user), so every add-on's component stays, not installed."""
+    if spec.cluster.mode != "render":
+        return list(releases)
+    return [dataclasses.replace(release, install=False) for release in releases]
 
 
 def render_mode_notes(spec: DeploymentSpec, releases: list[AddonRelease]) -> list[str]:

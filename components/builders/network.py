@@ -31,6 +31,11 @@ def build_service(plan: ServingPlan, extra_labels: dict[str, str] | None = None)
     }
 
 
+def service_url(plan: ServingPlan) -> str:
+    """The OpenAI base URL of the model's Service, for clients inside the cluster."""
+    return f"http://{plan.spec.name}.{plan.namespace}.svc.cluster.local:{SERVICE_PORT}/v1"
+
+
 def _namespaces_selector(namespaces: list[str]) -> dict[str, Any]:
     return {"matchExpressions": [
         {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(namespaces)}
@@ -68,8 +73,6 @@ def build_network_policy(plan: ServingPlan, extra_labels: dict[str, str] | None 
             "ingress": ingress,
         },
     }
-
-
 
 
 def build_network(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:

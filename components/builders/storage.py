@@ -65,6 +65,11 @@ def claim_name(plan: ServingPlan) -> str:
     return plan.spec.storage.existing_claim or f"{plan.spec.name}-models"
 
 
+def mounted_claim_name(plan: ServingPlan) -> str:
+    """The claim the serving pods mount the weights from ("" when they read no volume)."""
+    return claim_name(plan) if plan.uses_pvc else ""
+
+
 def creates_claim(plan: ServingPlan) -> bool:
     return plan.uses_pvc and plan.spec.storage.existing_claim is None
 
