@@ -13,6 +13,7 @@ from typing import Any
 
 from vllm_pulumi.components.builders.addons import AddonRelease, build_addons, registered_releases, render_mode_notes
 from vllm_pulumi.components.builders.autoscaling import build_scaled_object
+from vllm_pulumi.components.builders.labels import with_stack_labels
 from vllm_pulumi.components.builders.karpenter import build_karpenter_objects, is_karpenter_pool
 from vllm_pulumi.components.builders.network import build_namespace, build_network
 from vllm_pulumi.components.builders.nodes import NodeGroupDescription, build_node_group
@@ -68,23 +69,23 @@ class StackObjects:
 
 
 def compose_model(spec: DeploymentSpec, plan: ServingPlan, *, skip_await_hydration: bool = False) -> ModelObjects:
-    labels = spec.labels
-    scaled = build_scaled_object(plan, labels)
+    scaled = build_scaled_object(plan)
     return ModelObjects(
         plan=plan,
-        storage_secrets=build_storage_secrets(plan, labels),
-        storage=build_storage(plan, labels, skip_await=skip_await_hydration),
-        serving_secrets=build_serving_secrets(plan, labels),
-        serving=build_serving(plan, labels) + build_network(plan, labels),
-        autoscaling=[scaled] if scaled is not None else [],
-        observability=build_observability(plan, spec.observability, labels),
+        storage_secrets=_labelled(spec, build_storage_secrets(plan)),
+        storage=_labelled(spec, build_storage(plan, skip_await=skip_await_hydration)),
+        serving_secrets=_labelled(spec, build_serving_secrets(plan)),
+        serving=_labelled(spec, build_serving(plan) + build_network(plan)),
+        autoscaling=_labelled(spec, [scaled] if scaled is not None else []),
+        observability=_labelled(spec, build_observability(plan, spec.observability)),
     )
 
 
 def compose_stack(spec: DeploymentSpec, plans: list[ServingPlan], *,
                   skip_await_hydration: bool = False) -> StackObjects:
-    """The whole tree of a parsed and planned stack. ``skip_await_hydration`` is for tests against a cluster that
-    cannot download (the hydration Job gets ``pulumi.com/skipAwait``); never set it in a stack."""
+    """The whole tree of a parsed and planned stack, every object with the stack's labels. ``skip_await_hydration``
+    is for tests against a cluster that cannot download (the hydration Job gets ``pulumi.com/skipAwait``); never set
+    it in a stack."""
     cluster = spec.cluster
     node_groups: list[NodeGroupDescription] = []
     node_pools: list[dict[str, Any]] = []
@@ -92,13 +93,18 @@ def compose_stack(spec: DeploymentSpec, plans: list[ServingPlan], *,
         # Karpenter or Auto Mode launches the nodes of the other pools, from their NodePools.
         node_groups = [build_node_group(pool, cluster.cluster_name, plans)
                        for pool in cluster.node_pools if not is_karpenter_pool(pool)]
-        node_pools = build_karpenter_objects(cluster, plans, spec.labels).all
+        node_pools = _labelled(spec, build_karpenter_objects(cluster, plans).all)
     releases = build_addons(spec, plans)
     return StackObjects(
         node_groups=node_groups,
         node_pools=node_pools,
         addons=registered_releases(spec, releases),
         addon_notes=render_mode_notes(spec, releases),
-        namespace=[build_namespace(spec.namespace, spec.labels)] if spec.create_namespace else [],
+        namespace=_labelled(spec, [build_namespace(spec.namespace)] if spec.create_namespace else []),
         models=[compose_model(spec, plan, skip_await_hydration=skip_await_hydration) for plan in plans],
     )
+
+
+def _labelled(spec: DeploymentSpec, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The builders leave the stack's labels out; they are added here, once, over every built object."""
+    return [with_stack_labels(obj, spec.labels) for obj in objects]

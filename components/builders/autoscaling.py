@@ -43,7 +43,7 @@ def scaled_object_name(plan: ServingPlan) -> str:
     return plan.spec.name
 
 
-def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any] | None:
+def build_scaled_object(plan: ServingPlan) -> dict[str, Any] | None:
     autoscaling = plan.spec.autoscaling
     if autoscaling is None:
         return None
@@ -125,6 +125,6 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
         "metadata": lbl.metadata(scaled_object_name(plan), plan.namespace,
-                                 lbl.common_labels(plan.spec.name, AUTOSCALER_COMPONENT, None, extra_labels)),
+                                 lbl.common_labels(plan.spec.name, AUTOSCALER_COMPONENT)),
         "spec": spec,
     }

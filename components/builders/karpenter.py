@@ -117,8 +117,7 @@ def node_class_ref(pool: GpuNodePoolSpec) -> dict[str, str]:
     return {"group": KARPENTER_AWS_GROUP, "kind": "EC2NodeClass", "name": pool.name}
 
 
-def build_node_pools(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan],
-                     extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def build_node_pools(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan]) -> list[dict[str, Any]]:
     """The NodePools of a karpenter or auto-mode pool.
 
     Each limits the pool's GPUs (with several weighted NodePools each has the whole limit: Karpenter limits per
@@ -153,7 +152,7 @@ def build_node_pools(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan],
         objects.append({
             "apiVersion": KARPENTER_API,
             "kind": "NodePool",
-            "metadata": {"name": name, "labels": lbl.common_labels(pool.name, "gpu-nodes", extra=extra_labels)},
+            "metadata": {"name": name, "labels": lbl.common_labels(pool.name, "gpu-nodes")},
             "spec": spec,
         })
     return objects
@@ -183,7 +182,7 @@ def block_device_mappings(pool: GpuNodePoolSpec) -> list[dict[str, Any]]:
     return [{"deviceName": "/dev/xvda", "ebs": ebs(size), "rootVolume": True}]
 
 
-def build_ec2_node_class(pool: GpuNodePoolSpec, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def build_ec2_node_class(pool: GpuNodePoolSpec) -> dict[str, Any]:
     """The EC2NodeClass of a karpenter pool: identity, subnets, security groups, AMI, disk and IMDS settings."""
     spec: dict[str, Any] = {}
     if pool.instance_profile is not None:
@@ -208,7 +207,7 @@ def build_ec2_node_class(pool: GpuNodePoolSpec, extra_labels: dict[str, str] | N
     return {
         "apiVersion": EC2_NODE_CLASS_API,
         "kind": "EC2NodeClass",
-        "metadata": {"name": pool.name, "labels": lbl.common_labels(pool.name, "gpu-nodes", extra=extra_labels)},
+        "metadata": {"name": pool.name, "labels": lbl.common_labels(pool.name, "gpu-nodes")},
         "spec": spec,
     }
 
@@ -223,12 +222,11 @@ class KarpenterObjects:
         return [*self.node_classes, *self.node_pools]
 
 
-def build_karpenter_objects(cluster: EksCluster, plans: Sequence[ServingPlan],
-                            extra_labels: dict[str, str] | None = None) -> KarpenterObjects:
+def build_karpenter_objects(cluster: EksCluster, plans: Sequence[ServingPlan]) -> KarpenterObjects:
     """Every EC2NodeClass and NodePool of the cluster's karpenter and auto-mode pools, node classes first."""
     pools = [pool for pool in cluster.node_pools if is_karpenter_pool(pool)]
     return KarpenterObjects(
-        node_classes=[build_ec2_node_class(pool, extra_labels)
+        node_classes=[build_ec2_node_class(pool)
                       for pool in pools if pool.provisioner == "karpenter"],
-        node_pools=[obj for pool in pools for obj in build_node_pools(pool, plans, extra_labels)],
+        node_pools=[obj for pool in pools for obj in build_node_pools(pool, plans)],
     )

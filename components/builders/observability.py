@@ -21,8 +21,8 @@ OBSERVABILITY_COMPONENT = "observability"
 DEFAULT_QUEUE_ALERT_THRESHOLD = 5
 
 
-def _labels(plan: ServingPlan, extra: dict[str, str] | None, more: dict[str, str] | None = None) -> dict[str, str]:
-    result = lbl.common_labels(plan.spec.name, OBSERVABILITY_COMPONENT, None, extra)
+def _labels(plan: ServingPlan, more: dict[str, str] | None = None) -> dict[str, str]:
+    result = lbl.common_labels(plan.spec.name, OBSERVABILITY_COMPONENT)
     result.update(more or {})
     return result
 
@@ -35,11 +35,11 @@ def scrape_job(plan: ServingPlan, observability: ObservabilitySpec) -> str:
 
 
 def build_monitor(
-    plan: ServingPlan, observability: ObservabilitySpec, extra_labels: dict[str, str] | None = None
+    plan: ServingPlan, observability: ObservabilitySpec
 ) -> dict[str, Any] | None:
     interval = f"{observability.scrape_interval_seconds}s"
     endpoint = {"port": HTTP_PORT_NAME, "path": "/metrics", "interval": interval}
-    metadata = lbl.metadata(plan.spec.name, plan.namespace, _labels(plan, extra_labels, observability.monitor_labels))
+    metadata = lbl.metadata(plan.spec.name, plan.namespace, _labels(plan, observability.monitor_labels))
     # vLLM serves /metrics on the OpenAI port of the server pod (the LWS leader); workers have none. A PodMonitor
     # selects those pods; a ServiceMonitor selects the Service by the Service's own labels, which lack the LWS name
     # label of its pod selector (with it, nothing was scraped: found in the simulated cluster).
@@ -104,7 +104,7 @@ def alert_rules(plan: ServingPlan, observability: ObservabilitySpec) -> list[dic
 
 
 def build_prometheus_rule(
-    plan: ServingPlan, observability: ObservabilitySpec, extra_labels: dict[str, str] | None = None
+    plan: ServingPlan, observability: ObservabilitySpec
 ) -> dict[str, Any] | None:
     if not observability.alerts:
         return None
@@ -112,7 +112,7 @@ def build_prometheus_rule(
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": lbl.metadata(plan.spec.name, plan.namespace,
-                                 _labels(plan, extra_labels, observability.monitor_labels)),
+                                 _labels(plan, observability.monitor_labels)),
         "spec": {"groups": [{"name": f"vllm.{plan.namespace}.{plan.spec.name}",
                              "rules": alert_rules(plan, observability)}]},
     }
@@ -183,7 +183,7 @@ def dashboard(plan: ServingPlan) -> dict[str, Any]:
 
 
 def build_dashboard_config_map(
-    plan: ServingPlan, observability: ObservabilitySpec, extra_labels: dict[str, str] | None = None
+    plan: ServingPlan, observability: ObservabilitySpec
 ) -> dict[str, Any] | None:
     if not observability.dashboard:
         return None
@@ -191,18 +191,18 @@ def build_dashboard_config_map(
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": lbl.metadata(f"{plan.spec.name}-dashboard", plan.namespace,
-                                 _labels(plan, extra_labels, observability.dashboard_labels)),
+                                 _labels(plan, observability.dashboard_labels)),
         # Compact JSON: Grafana does not care, and an indented dump runs Python's slow pure-Python encoder.
         "data": {f"vllm-{plan.spec.name}.json": json.dumps(dashboard(plan), sort_keys=True, separators=(",", ":"))},
     }
 
 
 def build_observability(
-    plan: ServingPlan, observability: ObservabilitySpec, extra_labels: dict[str, str] | None = None
+    plan: ServingPlan, observability: ObservabilitySpec
 ) -> list[dict[str, Any]]:
     objects = [
-        build_monitor(plan, observability, extra_labels),
-        build_prometheus_rule(plan, observability, extra_labels),
-        build_dashboard_config_map(plan, observability, extra_labels),
+        build_monitor(plan, observability),
+        build_prometheus_rule(plan, observability),
+        build_dashboard_config_map(plan, observability),
     ]
     return [obj for obj in objects if obj is not None]

@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 from vllm_pulumi.runtime import annotations as ann
+from vllm_pulumi.runtime.vocabulary import LWS_NAME_LABEL
 from vllm_pulumi.runtime.derive import (
     EFA_RESOURCE,
     LIVENESS_PROBE_PERIOD_SECONDS,
@@ -117,8 +118,8 @@ def version_label(plan: ServingPlan) -> str:
     return plan.spec.engine.vllm_version
 
 
-def server_labels(plan: ServingPlan, extra: dict[str, str] | None = None) -> dict[str, str]:
-    return lbl.common_labels(plan.spec.name, lbl.SERVER, version_label(plan), extra)
+def server_labels(plan: ServingPlan) -> dict[str, str]:
+    return lbl.common_labels(plan.spec.name, lbl.SERVER, version_label(plan))
 
 
 def rollout_annotations(plan: ServingPlan) -> dict[str, str]:
@@ -348,12 +349,12 @@ def _template(plan: ServingPlan, pod_labels: dict[str, str], spec: dict[str, Any
     return {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": spec}
 
 
-def _workload_metadata(plan: ServingPlan, extra_labels: dict[str, str] | None) -> dict[str, Any]:
+def _workload_metadata(plan: ServingPlan) -> dict[str, Any]:
     annotations = {**project_annotations(plan), **rollout_annotations(plan)}
     # Pulumi waits for the rollout: the startup budget plus scheduling and the image pull, not its 10-minute default.
     annotations["pulumi.com/timeoutSeconds"] = str(plan.startup_budget_seconds + PROGRESS_SLACK_SECONDS)
     annotations.update(workload_exemptions(plan))  # on the workload, not the pod template: no restart for a linter
-    return lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels), annotations)
+    return lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan), annotations)
 
 
 def replicas_field(plan: ServingPlan) -> dict[str, Any]:
@@ -364,25 +365,25 @@ def replicas_field(plan: ServingPlan) -> dict[str, Any]:
 
 
 # ---- workloads ----------------------------------------------------------------------------------------------------
-def build_deployment(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def build_deployment(plan: ServingPlan) -> dict[str, Any]:
     """All of a replica's GPUs in one pod; vLLM's own multiprocessing handles tensor parallelism."""
     container = _server_container(plan, "vllm", ["vllm", "serve"], list(plan.args))
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _workload_metadata(plan, extra_labels),
+        "metadata": _workload_metadata(plan),
         "spec": {
             **replicas_field(plan),
             "selector": {"matchLabels": lbl.selector_labels(plan.spec.name, lbl.SERVER)},
             # With room for a surge replica, a new pod is Ready before an old one drains; without, one at a time.
             "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update(plan)},
             "progressDeadlineSeconds": plan.startup_budget_seconds + PROGRESS_SLACK_SECONDS,
-            "template": _template(plan, server_labels(plan, extra_labels), _pod_spec(plan, container)),
+            "template": _template(plan, server_labels(plan), _pod_spec(plan, container)),
         },
     }
 
 
-def build_leader_worker_set(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def build_leader_worker_set(plan: ServingPlan) -> dict[str, Any]:
     """A replica over `size` whole-node pods joined by Ray; the leader serves HTTP with single-pod safety."""
     leader = _server_container(plan, "vllm-leader", ["bash", "-c", LEADER_SCRIPT, "vllm-leader"], list(plan.args))
     leader["ports"].append({"name": "ray-gcs", "containerPort": RAY_PORT, "protocol": "TCP"})
@@ -398,11 +399,11 @@ def build_leader_worker_set(plan: ServingPlan, extra_labels: dict[str, str] | No
         "securityContext": copy.deepcopy(CONTAINER_SECURITY_CONTEXT),
         "volumeMounts": volume_mounts(plan),
     }
-    worker_labels = lbl.common_labels(plan.spec.name, lbl.WORKER, version_label(plan), extra_labels)
+    worker_labels = lbl.common_labels(plan.spec.name, lbl.WORKER, version_label(plan))
     return {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
-        "metadata": _workload_metadata(plan, extra_labels),
+        "metadata": _workload_metadata(plan),
         "spec": {
             **replicas_field(plan),
             "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": rolling_update(plan)},
@@ -412,17 +413,17 @@ def build_leader_worker_set(plan: ServingPlan, extra_labels: dict[str, str] | No
                 "size": plan.layout.size,
                 # One lost pod breaks the NCCL/Ray group: restart the whole group rather than leave it hung.
                 "restartPolicy": "RecreateGroupOnPodRestart",
-                "leaderTemplate": _template(plan, server_labels(plan, extra_labels), _pod_spec(plan, leader)),
+                "leaderTemplate": _template(plan, server_labels(plan), _pod_spec(plan, leader)),
                 "workerTemplate": _template(plan, worker_labels, _pod_spec(plan, worker), serves_metrics=False),
             },
         },
     }
 
 
-def build_workload(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def build_workload(plan: ServingPlan) -> dict[str, Any]:
     if plan.multi_node:
-        return build_leader_worker_set(plan, extra_labels)
-    return build_deployment(plan, extra_labels)
+        return build_leader_worker_set(plan)
+    return build_deployment(plan)
 
 
 # ---- around the workload ------------------------------------------------------------------------------------------
@@ -430,7 +431,7 @@ def service_selector(plan: ServingPlan) -> dict[str, str]:
     """Serving pods only: for an LWS the leaders (workers have no HTTP server)."""
     selector = lbl.selector_labels(plan.spec.name, lbl.SERVER)
     if plan.multi_node:
-        selector[lbl.LWS_NAME] = plan.spec.name
+        selector[LWS_NAME_LABEL] = plan.spec.name
     return selector
 
 
@@ -444,11 +445,11 @@ def pdb_selector(plan: ServingPlan) -> dict[str, str]:
     cluster upgrades and GPU node scale-in hang). An LWS's pods are owned by StatefulSets, which have a scale.
     """
     if plan.multi_node:
-        return {lbl.LWS_NAME: plan.spec.name}
+        return {LWS_NAME_LABEL: plan.spec.name}
     return lbl.selector_labels(plan.spec.name, lbl.SERVER)
 
 
-def build_pod_disruption_budget(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def build_pod_disruption_budget(plan: ServingPlan) -> dict[str, Any]:
     """maxUnavailable 1 with unhealthy pods always evictable: voluntary evictions take one replica at a time, and
     never block a node drain.
 
@@ -462,7 +463,7 @@ def build_pod_disruption_budget(plan: ServingPlan, extra_labels: dict[str, str] 
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels)),
+        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan)),
         "spec": {
             "maxUnavailable": PDB_MAX_UNAVAILABLE,
             "unhealthyPodEvictionPolicy": "AlwaysAllow",
@@ -471,16 +472,16 @@ def build_pod_disruption_budget(plan: ServingPlan, extra_labels: dict[str, str] 
     }
 
 
-def build_serving_secrets(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def build_serving_secrets(plan: ServingPlan) -> list[dict[str, Any]]:
     """Secrets this model's serving needs created (from Pulumi secrets), without their data."""
     spec = plan.spec
     result = []
     if spec.api_key is not None and spec.api_key.pulumi_secret is not None:
         result.append(build_generated_secret(api_key_secret_name(spec.name), plan.namespace,
-                                             server_labels(plan, extra_labels)))
+                                             server_labels(plan)))
     return result
 
 
-def build_serving(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def build_serving(plan: ServingPlan) -> list[dict[str, Any]]:
     """Workload and PodDisruptionBudget of one model (Service and NetworkPolicy: network.py)."""
-    return [build_workload(plan, extra_labels), build_pod_disruption_budget(plan, extra_labels)]
+    return [build_workload(plan), build_pod_disruption_budget(plan)]

@@ -78,11 +78,11 @@ def hydrates(plan: ServingPlan) -> bool:
     return plan.uses_pvc and plan.spec.storage.hydrate
 
 
-def storage_labels(plan: ServingPlan, extra: dict[str, str] | None = None) -> dict[str, str]:
-    return lbl.common_labels(plan.spec.name, STORAGE_COMPONENT, None, extra)
+def storage_labels(plan: ServingPlan) -> dict[str, str]:
+    return lbl.common_labels(plan.spec.name, STORAGE_COMPONENT)
 
 
-def build_pvc(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def build_pvc(plan: ServingPlan) -> dict[str, Any]:
     storage = plan.spec.storage
     spec: dict[str, Any] = {
         "accessModes": [storage.access_mode],
@@ -93,7 +93,7 @@ def build_pvc(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> 
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": lbl.metadata(claim_name(plan), plan.namespace, storage_labels(plan, extra_labels)),
+        "metadata": lbl.metadata(claim_name(plan), plan.namespace, storage_labels(plan)),
         "spec": spec,
     }
 
@@ -103,7 +103,7 @@ def hydration_job_name(plan: ServingPlan) -> str:
 
 
 def build_hydration_job(
-    plan: ServingPlan, extra_labels: dict[str, str] | None = None, *, skip_await: bool = False
+    plan: ServingPlan, *, skip_await: bool = False
 ) -> dict[str, Any]:
     """Download the model into the PVC once. Idempotent: a marker file written after success short-circuits reruns.
 
@@ -153,19 +153,19 @@ def build_hydration_job(
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": lbl.metadata(hydration_job_name(plan), plan.namespace, storage_labels(plan, extra_labels),
+        "metadata": lbl.metadata(hydration_job_name(plan), plan.namespace, storage_labels(plan),
                                  annotations),
         # No ttlSecondsAfterFinished: a Job the cluster deletes is one Pulumi recreates on the next `up` (the marker
         # makes that run a no-op, but it still schedules a pod).
         "spec": {
             "backoffLimit": 3,
             "activeDeadlineSeconds": HYDRATION_TIMEOUT_SECONDS,
-            "template": {"metadata": {"labels": storage_labels(plan, extra_labels)}, "spec": pod_spec},
+            "template": {"metadata": {"labels": storage_labels(plan)}, "spec": pod_spec},
         },
     }
 
 
-def build_storage_secrets(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def build_storage_secrets(plan: ServingPlan) -> list[dict[str, Any]]:
     """The HF-token Secret to create from a Pulumi secret (data filled in by the shell), if any."""
     token = plan.spec.storage.hf_token
     if token is None or token.pulumi_secret is None:
@@ -173,16 +173,16 @@ def build_storage_secrets(plan: ServingPlan, extra_labels: dict[str, str] | None
     if not (hydrates(plan) or plan.spec.storage.kind == "hf-download"):
         return []
     return [build_generated_secret(hf_token_secret_name(plan.spec.name), plan.namespace,
-                                   storage_labels(plan, extra_labels))]
+                                   storage_labels(plan))]
 
 
 def build_storage(
-    plan: ServingPlan, extra_labels: dict[str, str] | None = None, *, skip_await: bool = False
+    plan: ServingPlan, *, skip_await: bool = False
 ) -> list[dict[str, Any]]:
     """PVC then hydration Job (no Secrets: see build_storage_secrets)."""
     objects: list[dict[str, Any]] = []
     if creates_claim(plan):
-        objects.append(build_pvc(plan, extra_labels))
+        objects.append(build_pvc(plan))
     if hydrates(plan):
-        objects.append(build_hydration_job(plan, extra_labels, skip_await=skip_await))
+        objects.append(build_hydration_job(plan, skip_await=skip_await))
     return objects

@@ -22,6 +22,7 @@ from vllm_pulumi.components.manifests import CONFIG_KEY, build_manifests, read_s
 from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
 from vllm_pulumi.runtime.nodes import NodeShape, node_shapes
 from vllm_pulumi.runtime.spec import DeploymentSpec, parse_deployment
+from vllm_pulumi.runtime.vocabulary import LWS_NAME_LABEL
 
 from .cluster import SimulatedCluster, pod_ready
 from .engine import copy_project, output_of, run_pulumi, write_stack
@@ -159,7 +160,7 @@ def _prepare_namespace(cluster: SimulatedCluster, deployed: Deployed) -> None:
 def serving_selector(plan: ServingPlan) -> str:
     """Label selector of every serving pod of a model (leaders and workers of an LWS; the server pods otherwise)."""
     if plan.multi_node:
-        return f"{lbl.LWS_NAME}={plan.spec.name}"
+        return f"{LWS_NAME_LABEL}={plan.spec.name}"
     return ",".join(f"{k}={v}" for k, v in lbl.selector_labels(plan.spec.name, lbl.SERVER).items())
 
 
