@@ -8,7 +8,8 @@ from vllm_pulumi.runtime.vocabulary import LWS_NAME_LABEL
 from vllm_pulumi.runtime.derive import ServingPlan
 from vllm_pulumi.components.builders import labels as lbl
 from vllm_pulumi.components.builders.linters import service_exemptions
-from vllm_pulumi.components.builders.serving import HTTP_PORT_NAME, SERVICE_PORT, server_labels, service_selector
+from vllm_pulumi.components.builders.pod import HTTP_PORT_NAME
+from vllm_pulumi.components.builders.serving import SERVICE_PORT, server_labels, service_selector
 
 
 def build_namespace(name: str) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from vllm_pulumi.runtime.derive import ServingPlan
 from vllm_pulumi.runtime.spec import ObservabilitySpec
 from vllm_pulumi.components.builders import labels as lbl
 from vllm_pulumi.components.builders.autoscaling import metric_selector, promql_string
-from vllm_pulumi.components.builders.serving import HTTP_PORT_NAME, service_selector
+from vllm_pulumi.components.builders.pod import HTTP_PORT_NAME
+from vllm_pulumi.components.builders.serving import service_selector
 
 OBSERVABILITY_COMPONENT = "observability"
 # Queue depth above which a growing queue pages when the model is not autoscaled (KEDA's threshold otherwise).
