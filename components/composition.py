@@ -13,8 +13,8 @@ from typing import Any
 
 from vllm_pulumi.components.builders.addons import AddonRelease, build_addons, registered_releases, render_mode_notes
 from vllm_pulumi.components.builders.autoscaling import build_scaled_object
-from vllm_pulumi.components.builders.labels import with_stack_labels
 from vllm_pulumi.components.builders.karpenter import build_karpenter_objects, is_karpenter_pool
+from vllm_pulumi.components.builders.labels import with_stack_labels
 from vllm_pulumi.components.builders.network import build_namespace, build_network
 from vllm_pulumi.components.builders.nodes import NodeGroupDescription, build_node_group
 from vllm_pulumi.components.builders.observability import build_observability

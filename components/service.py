@@ -15,14 +15,8 @@ class VllmService(pulumi.ComponentResource):
     url: pulumi.Output[str]
     workload_kind: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        model: ModelObjects,
-        *,
-        api_key: pulumi.Input[str] | None = None,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
+    def __init__(self, name: str, model: ModelObjects, *, api_key: pulumi.Input[str] | None = None,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("vllm-pulumi:index:VllmService", name, None, opts)
         after = inherited_depends_on(opts)
         secrets = register_secrets(name, "api-key", model.serving_secrets, API_KEY_SECRET_KEY, api_key, self, after)

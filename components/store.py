@@ -16,14 +16,8 @@ class ModelStore(pulumi.ComponentResource):
 
     claim_name: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        model: ModelObjects,
-        *,
-        hf_token: pulumi.Input[str] | None = None,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
+    def __init__(self, name: str, model: ModelObjects, *, hf_token: pulumi.Input[str] | None = None,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("vllm-pulumi:index:ModelStore", name, None, opts)
         after = inherited_depends_on(opts)
         secrets = register_secrets(name, "hf-token", model.storage_secrets, HF_TOKEN_SECRET_KEY, hf_token, self, after)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from vllm_pulumi.runtime.derive import ServingPlan
 from vllm_pulumi.components.builders import labels as lbl
 from vllm_pulumi.components.builders.serving import workload_kind
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.vocabulary import KEDA_API_GROUP
 
 AUTOSCALER_COMPONENT = "autoscaler"
 # HPA behavior policies accept periodSeconds up to 1800 (autoscaling/v2 validation).
@@ -122,7 +123,7 @@ def build_scaled_object(plan: ServingPlan) -> dict[str, Any] | None:
     if autoscaling.fallback_replicas is not None:
         spec["fallback"] = {"failureThreshold": FALLBACK_FAILURE_THRESHOLD, "replicas": autoscaling.fallback_replicas}
     return {
-        "apiVersion": "keda.sh/v1alpha1",
+        "apiVersion": f"{KEDA_API_GROUP}/v1alpha1",
         "kind": "ScaledObject",
         "metadata": lbl.metadata(scaled_object_name(plan), plan.namespace,
                                  lbl.common_labels(plan.spec.name, AUTOSCALER_COMPONENT)),

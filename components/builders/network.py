@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from vllm_pulumi.runtime.vocabulary import LWS_NAME_LABEL
-from vllm_pulumi.runtime.derive import ServingPlan
 from vllm_pulumi.components.builders import labels as lbl
 from vllm_pulumi.components.builders.linters import service_exemptions
 from vllm_pulumi.components.builders.pod import HTTP_PORT_NAME
 from vllm_pulumi.components.builders.serving import SERVICE_PORT, server_labels, service_selector
+from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.vocabulary import LWS_NAME_LABEL, NAMESPACE_NAME_LABEL
 
 
 def build_namespace(name: str) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def service_url(plan: ServingPlan) -> str:
 
 def _namespaces_selector(namespaces: list[str]) -> dict[str, Any]:
     return {"matchExpressions": [
-        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(namespaces)}
+        {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": sorted(namespaces)}
     ]}
 
 
