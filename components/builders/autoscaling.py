@@ -7,6 +7,7 @@ from typing import Any
 from vllm_pulumi.components.builders import labels as lbl
 from vllm_pulumi.components.builders.serving import workload_kind
 from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.spec import AutoscalingSpec
 from vllm_pulumi.runtime.vocabulary import KEDA_API_GROUP
 
 AUTOSCALER_COMPONENT = "autoscaler"
@@ -44,11 +45,8 @@ def scaled_object_name(plan: ServingPlan) -> str:
     return plan.spec.name
 
 
-def build_scaled_object(plan: ServingPlan) -> dict[str, Any] | None:
-    autoscaling = plan.spec.autoscaling
-    if autoscaling is None:
-        return None
-    api_version, kind = workload_kind(plan)
+def prometheus_triggers(plan: ServingPlan, autoscaling: AutoscalingSpec) -> list[dict[str, Any]]:
+    """The queue trigger, and the KV cache trigger when the stack asks for it."""
     triggers: list[dict[str, Any]] = [{
         "type": "prometheus",
         "name": "queue",
@@ -72,6 +70,15 @@ def build_scaled_object(plan: ServingPlan) -> dict[str, Any] | None:
                 "ignoreNullValues": "true",
             },
         })
+    return triggers
+
+
+def build_scaled_object(plan: ServingPlan) -> dict[str, Any] | None:
+    autoscaling = plan.spec.autoscaling
+    if autoscaling is None:
+        return None
+    api_version, kind = workload_kind(plan)
+    triggers = prometheus_triggers(plan, autoscaling)
     spec: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": plan.spec.name},
         "minReplicaCount": autoscaling.min_replicas,
