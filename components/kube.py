@@ -93,7 +93,8 @@ def register_secrets(
 ) -> list[pulumi.Resource]:
     """The Secrets a component creates for one Pulumi secret (``<name>-<setting>``); a stack that refers to a Pulumi
     secret must have passed its value in."""
-    if objects and value is None:
+    if not objects:
+        return []
+    if value is None:
         raise ValueError(f"{name}: {setting} is a Pulumi secret but no value was passed in")
-    return [register_secret(f"{name}-{setting}", obj, key, value, parent, depends_on)
-            for obj in objects if value is not None]
+    return [register_secret(f"{name}-{setting}", obj, key, value, parent, depends_on) for obj in objects]
