@@ -9,7 +9,7 @@ import gc
 
 import pulumi
 
-from vllm_pulumi.components.builders.addons import build_addons, render_mode_notes
+from vllm_pulumi.components.composition import compose_stack
 from vllm_pulumi.components.provider import build_provider
 from vllm_pulumi.components.stack import VllmStack, pulumi_secret_keys
 from vllm_pulumi.runtime.planning.deployment import load_deployment
@@ -27,12 +27,13 @@ def program() -> None:
     for plan in plans:
         for warning in plan.warnings:
             pulumi.log.warn(f"{plan.spec.name}: {warning}")
-    for note in render_mode_notes(spec, build_addons(spec, plans)):
+    objects = compose_stack(spec, plans)
+    for note in objects.addon_notes:
         pulumi.log.warn(note)
 
     connection = build_provider(spec.cluster)
     stack = VllmStack(
-        pulumi.get_stack(), spec, plans, secrets=secrets,
+        pulumi.get_stack(), spec, plans, secrets=secrets, objects=objects,
         cluster_security_group_id=connection.cluster_security_group_id,
         opts=pulumi.ResourceOptions(providers=connection.providers),
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .builders.addons import AddonRelease
-from .kube import inherited_depends_on
+from vllm_pulumi.components.builders.addons import AddonRelease
+from vllm_pulumi.components.kube import inherited_depends_on
 
 
 class HelmAddon(pulumi.ComponentResource):

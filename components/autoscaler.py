@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import pulumi
 
-from vllm_pulumi.runtime.planning.plans import ServingPlan
-from .builders.autoscaling import build_scaled_object
-from .kube import inherited_depends_on, register_objects
+from vllm_pulumi.components.composition import ModelObjects
+from vllm_pulumi.components.kube import inherited_depends_on, register_objects
 
 
 class QueueAutoscaler(pulumi.ComponentResource):
-    def __init__(
-        self, name: str, plan: ServingPlan, *, labels: dict[str, str] | None = None,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
+    def __init__(self, name: str, model: ModelObjects, *, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("vllm-pulumi:index:QueueAutoscaler", name, None, opts)
-        after = inherited_depends_on(opts)
-        scaled = build_scaled_object(plan, labels)
-        register_objects(f"{name}-autoscaling", [scaled] if scaled is not None else [], self, after)
+        register_objects(f"{name}-autoscaling", model.autoscaling, self, inherited_depends_on(opts))
         self.register_outputs({})

@@ -85,3 +85,16 @@ def register_secret(
         opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on),
                                     additional_secret_outputs=["data", "stringData"]),
     )
+
+
+def register_secrets(
+    name: str, setting: str, objects: Sequence[dict[str, Any]], key: str, value: pulumi.Input[str] | None,
+    parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource] = (),
+) -> list[pulumi.Resource]:
+    """The Secrets a component creates for one Pulumi secret (``<name>-<setting>``); a stack that refers to a Pulumi
+    secret must have passed its value in."""
+    if not objects:
+        return []
+    if value is None:
+        raise ValueError(f"{name}: {setting} is a Pulumi secret but no value was passed in")
+    return [register_secret(f"{name}-{setting}", obj, key, value, parent, depends_on) for obj in objects]

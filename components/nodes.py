@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from .builders.nodes import (
+from vllm_pulumi.components.builders.nodes import (
     NODE_ROLE_POLICY_ARNS,
     NodeGroupDescription,
     launch_template_args,

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import pulumi
 
-from vllm_pulumi.runtime.planning.plans import ServingPlan
-from vllm_pulumi.runtime.spec.deployment import ObservabilitySpec
-from .builders.observability import build_observability
-from .kube import inherited_depends_on, register_objects
+from vllm_pulumi.components.composition import ModelObjects
+from vllm_pulumi.components.kube import inherited_depends_on, register_objects
 
 
 class Observability(pulumi.ComponentResource):
-    def __init__(
-        self, name: str, plan: ServingPlan, observability: ObservabilitySpec, *,
-        labels: dict[str, str] | None = None, opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
+    def __init__(self, name: str, model: ModelObjects, *, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("vllm-pulumi:index:Observability", name, None, opts)
-        after = inherited_depends_on(opts)
-        register_objects(f"{name}-observability", build_observability(plan, observability, labels), self, after)
+        register_objects(f"{name}-observability", model.observability, self, inherited_depends_on(opts))
         self.register_outputs({})

@@ -1,29 +1,27 @@
 """VllmStack: the whole program for one stack, in the order things must exist:
 GPU nodes -> add-ons (their CRDs) -> namespace and storage -> serving -> autoscaling -> observability.
+
+What each stage registers comes from the stack's one composition (composition.py); this shell wires the components
+and the ``depends_on`` between the stages.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 import pulumi
 
+from vllm_pulumi.components.addons import ADDON_CLASSES, HelmAddon
+from vllm_pulumi.components.autoscaler import QueueAutoscaler
+from vllm_pulumi.components.composition import StackObjects, compose_stack
+from vllm_pulumi.components.kube import register_objects
+from vllm_pulumi.components.nodes import GpuNodePool
+from vllm_pulumi.components.observability import Observability
+from vllm_pulumi.components.service import VllmService
+from vllm_pulumi.components.store import ModelStore
 from vllm_pulumi.runtime.planning.plans import ServingPlan
-from vllm_pulumi.runtime.spec.cluster import EksCluster
 from vllm_pulumi.runtime.spec.common import SecretRef
 from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
-from .addons import ADDON_CLASSES, HelmAddon
-from .autoscaler import QueueAutoscaler
-from .builders.addons import build_addons
-from .builders.karpenter import build_karpenter_objects, is_karpenter_pool
-from .builders.network import build_namespace
-from .builders.nodes import build_node_group
-from .kube import register_objects
-from .nodes import GpuNodePool
-from .observability import Observability
-from .service import VllmService
-from .store import ModelStore
 
 
 def pulumi_secret_keys(spec: DeploymentSpec) -> list[str]:
@@ -43,7 +41,12 @@ def _secret(ref: SecretRef | None, secrets: Mapping[str, pulumi.Input[str]]) -> 
 
 
 class VllmStack(pulumi.ComponentResource):
-    """Registers every component of a parsed stack with explicit ``depends_on`` between the stages."""
+    """Registers every component of a parsed stack with explicit ``depends_on`` between the stages.
+
+    ``objects``: the stack's composition when the caller already has it (``__main__`` logs its add-on notes first);
+    by default composed here from ``spec`` and ``plans``. ``skip_await_hydration`` is for tests against a cluster that
+    cannot download (composition.compose_stack); never set it in a stack.
+    """
 
     node_pools: list[GpuNodePool]
     addons: list[HelmAddon]
@@ -58,57 +61,44 @@ class VllmStack(pulumi.ComponentResource):
         secrets: Mapping[str, pulumi.Input[str]] | None = None,
         cluster_security_group_id: pulumi.Input[str] | None = None,
         skip_await_hydration: bool = False,
+        objects: StackObjects | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("vllm-pulumi:index:VllmStack", name, None, opts)
-        secrets = secrets or {}
-        labels = spec.labels
-
-        def after(*stages: list[pulumi.Resource]) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions(parent=self, depends_on=[r for stage in stages for r in stage])
-
-        nodes: list[pulumi.Resource] = []
-        self.node_pools = []
-        if isinstance(spec.cluster, EksCluster):
-            for pool in spec.cluster.node_pools:
-                if is_karpenter_pool(pool):
-                    continue  # a NodePool (below): Karpenter or Auto Mode launches the nodes
-                node_pool = GpuNodePool(
-                    pool.name, build_node_group(pool, spec.cluster.cluster_name, plans),
-                    cluster_security_group_id=cluster_security_group_id, opts=after(),
-                )
-                self.node_pools.append(node_pool)
-        nodes.extend(self.node_pools)
-        if isinstance(spec.cluster, EksCluster):
-            # Karpenter's CRDs come with Karpenter (installed on the cluster, or Auto Mode's): no add-on to wait for.
-            for obj in build_karpenter_objects(spec.cluster, plans, labels).all:
-                nodes.extend(register_objects(f"karpenter-{obj['metadata']['name']}", [obj], self))
-
-        releases = build_addons(spec, plans)
-        if spec.cluster.mode == "render":
-            # Nothing to install into: the manifests are written to a directory (render_mode_notes tells the user).
-            releases = [dataclasses.replace(release, install=False) for release in releases]
-        self.addons = [ADDON_CLASSES[addon.key](addon.key, addon, opts=after(nodes)) for addon in releases]
+        if objects is None:
+            objects = compose_stack(spec, plans, skip_await_hydration=skip_await_hydration)
+        self.node_pools = [
+            GpuNodePool(description.name, description, cluster_security_group_id=cluster_security_group_id,
+                        opts=self._after())
+            for description in objects.node_groups
+        ]
+        # Karpenter's CRDs come with Karpenter (installed on the cluster, or Auto Mode's): no add-on to wait for.
+        nodes: list[pulumi.Resource] = [*self.node_pools, *(
+            resource for obj in objects.node_pools
+            for resource in register_objects(f"karpenter-{obj['metadata']['name']}", [obj], self))]
+        self.addons = [ADDON_CLASSES[addon.key](addon.key, addon, opts=self._after(nodes)) for addon in objects.addons]
         addons: list[pulumi.Resource] = list(self.addons)
-
-        namespace: list[pulumi.Resource] = []
-        if spec.create_namespace:
-            namespace = register_objects("namespace", [build_namespace(spec.namespace, labels)], self, nodes)
-
-        self.services = {}
-        for plan in plans:
-            model = plan.spec
-            store = ModelStore(
-                model.name, plan, labels=labels, hf_token=_secret(model.storage.hf_token, secrets),
-                skip_await_hydration=skip_await_hydration, opts=after(addons, namespace),
-            )
-            service = VllmService(
-                model.name, plan, labels=labels, api_key=_secret(model.api_key, secrets),
-                opts=after(addons, namespace, [store]),
-            )
-            self.services[model.name] = service
-            if model.autoscaling is not None:
-                QueueAutoscaler(model.name, plan, labels=labels, opts=after(addons, [service]))
-            Observability(model.name, plan, spec.observability, labels=labels, opts=after(addons, [service]))
-
+        namespace = register_objects("namespace", objects.namespace, self, nodes) if objects.namespace else []
+        self.services = self._register_models(objects, secrets or {}, addons, namespace)
         self.register_outputs({name: service.url for name, service in self.services.items()})
+
+    def _after(self, *stages: list[pulumi.Resource]) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, depends_on=[r for stage in stages for r in stage])
+
+    def _register_models(
+        self, objects: StackObjects, secrets: Mapping[str, pulumi.Input[str]], addons: list[pulumi.Resource],
+        namespace: list[pulumi.Resource],
+    ) -> dict[str, VllmService]:
+        """Per model: the store, then the service that reads it, then what watches the service."""
+        services: dict[str, VllmService] = {}
+        for model in objects.models:
+            spec = model.plan.spec
+            store = ModelStore(spec.name, model, hf_token=_secret(spec.storage.hf_token, secrets),
+                               opts=self._after(addons, namespace))
+            service = VllmService(spec.name, model, api_key=_secret(spec.api_key, secrets),
+                                  opts=self._after(addons, namespace, [store]))
+            services[spec.name] = service
+            if spec.autoscaling is not None:
+                QueueAutoscaler(spec.name, model, opts=self._after(addons, [service]))
+            Observability(spec.name, model, opts=self._after(addons, [service]))
+        return services

@@ -48,6 +48,8 @@ KARPENTER_GROUP = "karpenter.sh"
 KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"
+KARPENTER_AWS_GROUP = "karpenter.k8s.aws"
+"""API group of the AWS provider's EC2NodeClass."""
 KARPENTER_AWS_LABEL_PREFIX = "karpenter.k8s.aws/"
 KARPENTER_GPU_NAME_LABEL = "karpenter.k8s.aws/instance-gpu-name"
 KARPENTER_GPU_COUNT_LABEL = "karpenter.k8s.aws/instance-gpu-count"
@@ -76,6 +78,12 @@ APP_PART_OF_LABEL = "app.kubernetes.io/part-of"
 APP_MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 APP_VERSION_LABEL = "app.kubernetes.io/version"
 
+# ---- API groups of the add-ons' custom resources -----------------------------------------------------------------------
+KEDA_API_GROUP = "keda.sh"
+"""KEDA's ScaledObject."""
+PROMETHEUS_OPERATOR_API_GROUP = "monitoring.coreos.com"
+"""Prometheus Operator's ServiceMonitor, PodMonitor and PrometheusRule."""
+
 # ---- Prometheus scrape annotations (the community convention the Prometheus chart's kubernetes-pods job reads) -------
 PROMETHEUS_SCRAPE_ANNOTATION = "prometheus.io/scrape"
 PROMETHEUS_PORT_ANNOTATION = "prometheus.io/port"
@@ -84,3 +92,9 @@ PROMETHEUS_PATH_ANNOTATION = "prometheus.io/path"
 # ---- Pulumi ----------------------------------------------------------------------------------------------------------
 PULUMI_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 """pulumi-kubernetes' await timeout for the annotated object."""
+PULUMI_SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
+"""pulumi-kubernetes does not wait for the annotated object to become ready."""
+
+# ---- kube-score (github.com/zegl/kube-score) ---------------------------------------------------------------------------
+KUBE_SCORE_IGNORE_ANNOTATION = "kube-score/ignore"
+"""Comma-separated check ids kube-score skips on the annotated object."""

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_pulumi.components.builders.placement import gpu_toleration
 from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.spec.cluster import EksCluster
 from vllm_pulumi.runtime.spec.deployment import AddonSpec, DeploymentSpec, GpuOperatorSpec, ObservabilitySpec
@@ -87,7 +89,7 @@ def gpu_operator_values(spec: GpuOperatorSpec, cluster_mode: str, observability:
             },
         },
         "daemonsets": {
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "tolerations": [gpu_toleration()],
         },
     }
     return deep_merge(values, spec.values)
@@ -133,6 +135,14 @@ def build_addons(spec: DeploymentSpec, plans: list[ServingPlan]) -> list[AddonRe
         releases.append(AddonRelease("lws", chart_for(LWS_CHART, addons.lws), lws_values(addons.lws),
                                      addons.lws.install))
     return releases
+
+
+def registered_releases(spec: DeploymentSpec, releases: list[AddonRelease]) -> list[AddonRelease]:
+    """The releases as the stack registers them: in render mode there is nothing to install into (the manifests are
+    written to a directory; render_mode_notes tells the user), so every add-on's component stays, not installed."""
+    if spec.cluster.mode != "render":
+        return list(releases)
+    return [dataclasses.replace(release, install=False) for release in releases]
 
 
 def render_mode_notes(spec: DeploymentSpec, releases: list[AddonRelease]) -> list[str]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllm_pulumi.components.builders import labels as lbl
+from vllm_pulumi.components.builders.serving import workload_kind
 from vllm_pulumi.runtime.planning.plans import ServingPlan
-from . import labels as lbl
-from .serving import workload_kind
+from vllm_pulumi.runtime.spec.model import AutoscalingSpec
+from vllm_pulumi.runtime.vocabulary import KEDA_API_GROUP
 
 AUTOSCALER_COMPONENT = "autoscaler"
 # KEDA's fallback engages after this many failed Prometheus queries in a row.
@@ -41,11 +43,8 @@ def scaled_object_name(plan: ServingPlan) -> str:
     return plan.spec.name
 
 
-def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any] | None:
-    autoscaling, scaling = plan.spec.autoscaling, plan.autoscaling
-    if autoscaling is None or scaling is None:
-        return None
-    api_version, kind = workload_kind(plan)
+def prometheus_triggers(plan: ServingPlan, autoscaling: AutoscalingSpec) -> list[dict[str, Any]]:
+    """The queue trigger, and the KV cache trigger when the stack asks for it."""
     triggers: list[dict[str, Any]] = [{
         "type": "prometheus",
         "name": "queue",
@@ -69,6 +68,15 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
                 "ignoreNullValues": "true",
             },
         })
+    return triggers
+
+
+def build_scaled_object(plan: ServingPlan) -> dict[str, Any] | None:
+    autoscaling, scaling = plan.spec.autoscaling, plan.autoscaling
+    if autoscaling is None or scaling is None:
+        return None
+    api_version, kind = workload_kind(plan)
+    triggers = prometheus_triggers(plan, autoscaling)
     spec: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": plan.spec.name},
         "minReplicaCount": scaling.min_replica_count,
@@ -106,9 +114,9 @@ def build_scaled_object(plan: ServingPlan, extra_labels: dict[str, str] | None =
     if autoscaling.fallback_replicas is not None:
         spec["fallback"] = {"failureThreshold": FALLBACK_FAILURE_THRESHOLD, "replicas": autoscaling.fallback_replicas}
     return {
-        "apiVersion": "keda.sh/v1alpha1",
+        "apiVersion": f"{KEDA_API_GROUP}/v1alpha1",
         "kind": "ScaledObject",
         "metadata": lbl.metadata(scaled_object_name(plan), plan.namespace,
-                                 lbl.common_labels(plan.spec.name, AUTOSCALER_COMPONENT, None, extra_labels)),
+                                 lbl.common_labels(plan.spec.name, AUTOSCALER_COMPONENT)),
         "spec": spec,
     }

@@ -1,14 +1,14 @@
-"""GPU node pools launched by Karpenter or EKS Auto Mode: NodePools (karpenter.sh/v1), the EC2NodeClass
-(karpenter.k8s.aws/v1) of a Karpenter pool, and how serving pods select the pool.
+"""GPU node pools launched by Karpenter or EKS Auto Mode: NodePools (karpenter.sh/v1) and the EC2NodeClass
+(karpenter.k8s.aws/v1) of a Karpenter pool.
 
 Everything comes from the pool spec and the GPU/instance facts (runtime/instances.py, runtime/gpus.py): the
 instance types, their GPU name and count, the architecture; capacity types in order of preference; the GPU limit;
 the nvidia.com/gpu taint; and disruption settings that never take a node whose model is still loading.
 
 Pods select a pool by ``vllm-pulumi.dev/node-pool`` (a label of the NodePool's template, which Karpenter knows before
-any node exists) and, with required node affinity, by the instance-gpu-name the NodePool requires. Both come from
-``pool_requirements`` below, so selector and pool cannot disagree (tests/components/test_karpenter.py checks it for
-every GPU of the catalog).
+any node exists) and, with required node affinity, by the instance-gpu-name the NodePool requires (placement.py).
+Both sides build their terms with placement.py's helpers, so selector and pool cannot disagree
+(tests/components/test_karpenter.py checks it for every GPU of the catalog).
 """
 
 from __future__ import annotations
@@ -17,38 +17,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_pulumi.runtime.planning.nodes import (
-    NODE_DISK_GIB,
-    NODE_POOL_LABEL,
-    NODEPOOL_PROVISIONERS,
-    NodeShape,
-    pool_node_group_labels,
-)
+from vllm_pulumi.components.builders import labels as lbl
+from vllm_pulumi.components.builders.placement import gpu_count_label, gpu_name_label, node_requirement
 from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.planning.nodes import NODEPOOL_PROVISIONERS, NODE_DISK_GIB, NODE_POOL_LABEL, pool_node_group_labels
 from vllm_pulumi.runtime.planning.pools import pool_gpu_names, pool_instances
+from vllm_pulumi.runtime.vocabulary import GPU_TAINT
 from vllm_pulumi.runtime.spec.cluster import EksCluster
 from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
 from vllm_pulumi.runtime.vocabulary import (
     ARCH_LABEL,
-    AUTO_MODE_GPU_COUNT_LABEL,
-    AUTO_MODE_GPU_NAME_LABEL,
+    AUTO_MODE_GROUP,
     CAPACITY_TYPE_LABEL,
-    DO_NOT_DISRUPT_ANNOTATION,
-    GPU_PRODUCT_LABEL,
     GPU_RESOURCE,
-    GPU_TAINT,
     INSTANCE_TYPE_LABEL,
-    KARPENTER_GPU_COUNT_LABEL,
-    KARPENTER_GPU_NAME_LABEL,
+    KARPENTER_AWS_GROUP,
+    KARPENTER_GROUP,
     OS_LABEL,
 )
-from . import labels as lbl
 
-KARPENTER_API = "karpenter.sh/v1"
-EC2_NODE_CLASS_API = "karpenter.k8s.aws/v1"
+KARPENTER_API = f"{KARPENTER_GROUP}/v1"
+EC2_NODE_CLASS_API = f"{KARPENTER_AWS_GROUP}/v1"
 # EKS Auto Mode's built-in NodeClass: AWS keeps its AMI (with the NVIDIA driver and device plugin), subnets,
 # security groups and role; a NodePool of ours only points at it.
-AUTO_MODE_NODE_CLASS_REF = {"group": "eks.amazonaws.com", "kind": "NodeClass", "name": "default"}
+AUTO_MODE_NODE_CLASS_REF = {"group": AUTO_MODE_GROUP, "kind": "NodeClass", "name": "default"}
 # The order in which Karpenter picks among the capacity types one NodePool allows (karpenter-provider-aws
 # getCapacityType: reserved, then spot, then on-demand; an unavailable one falls through to the next). A preference
 # in this order needs one NodePool; any other order needs a NodePool per type, tried by descending weight.
@@ -66,18 +58,6 @@ def is_karpenter_pool(pool: GpuNodePoolSpec) -> bool:
     return pool.provisioner in NODEPOOL_PROVISIONERS
 
 
-def gpu_name_label(provisioner: str) -> str:
-    return AUTO_MODE_GPU_NAME_LABEL if provisioner == "auto-mode" else KARPENTER_GPU_NAME_LABEL
-
-
-def gpu_count_label(provisioner: str) -> str:
-    return AUTO_MODE_GPU_COUNT_LABEL if provisioner == "auto-mode" else KARPENTER_GPU_COUNT_LABEL
-
-
-def _requirement(key: str, values: Sequence[str]) -> dict[str, Any]:
-    return {"key": key, "operator": "In", "values": list(values)}
-
-
 def pool_requirements(pool: GpuNodePoolSpec) -> list[dict[str, Any]]:
     """The NodePool's node requirements (without capacity type): the types, their GPU name and count, the
     architecture and OS. Instance types alone would do; the GPU name and count make the intent readable and are what
@@ -85,11 +65,11 @@ def pool_requirements(pool: GpuNodePoolSpec) -> list[dict[str, Any]]:
     instances = pool_instances(pool)
     arch = "arm64" if "_ARM_" in pool.ami_type else "amd64"
     return [
-        _requirement(INSTANCE_TYPE_LABEL, sorted(i.instance_type for i in instances)),
-        _requirement(gpu_name_label(pool.provisioner), pool_gpu_names(instances)),
-        _requirement(gpu_count_label(pool.provisioner), sorted({str(i.gpus) for i in instances})),
-        _requirement(ARCH_LABEL, [arch]),
-        _requirement(OS_LABEL, ["linux"]),
+        node_requirement(INSTANCE_TYPE_LABEL, sorted(i.instance_type for i in instances)),
+        node_requirement(gpu_name_label(pool.provisioner), pool_gpu_names(instances)),
+        node_requirement(gpu_count_label(pool.provisioner), sorted({str(i.gpus) for i in instances})),
+        node_requirement(ARCH_LABEL, [arch]),
+        node_requirement(OS_LABEL, ["linux"]),
     ]
 
 
@@ -129,11 +109,10 @@ def node_pool_names(pool: GpuNodePoolSpec) -> list[str]:
 def node_class_ref(pool: GpuNodePoolSpec) -> dict[str, str]:
     if pool.provisioner == "auto-mode":
         return dict(AUTO_MODE_NODE_CLASS_REF)
-    return {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.name}
+    return {"group": KARPENTER_AWS_GROUP, "kind": "EC2NodeClass", "name": pool.name}
 
 
-def build_node_pools(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan],
-                     extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def build_node_pools(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan]) -> list[dict[str, Any]]:
     """The NodePools of a karpenter or auto-mode pool.
 
     Each limits the pool's GPUs (with several weighted NodePools each has the whole limit: Karpenter limits per
@@ -152,7 +131,7 @@ def build_node_pools(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan],
                 "metadata": {"labels": pool_node_group_labels(pool)},
                 "spec": {
                     "nodeClassRef": node_class_ref(pool),
-                    "requirements": [*requirements, _requirement(CAPACITY_TYPE_LABEL, group)],
+                    "requirements": [*requirements, node_requirement(CAPACITY_TYPE_LABEL, group)],
                     "taints": [dict(GPU_TAINT)],
                 },
             },
@@ -168,7 +147,7 @@ def build_node_pools(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan],
         objects.append({
             "apiVersion": KARPENTER_API,
             "kind": "NodePool",
-            "metadata": {"name": name, "labels": lbl.common_labels(pool.name, "gpu-nodes", extra=extra_labels)},
+            "metadata": {"name": name, "labels": lbl.common_labels(pool.name, "gpu-nodes")},
             "spec": spec,
         })
     return objects
@@ -198,7 +177,7 @@ def block_device_mappings(pool: GpuNodePoolSpec) -> list[dict[str, Any]]:
     return [{"deviceName": "/dev/xvda", "ebs": ebs(size), "rootVolume": True}]
 
 
-def build_ec2_node_class(pool: GpuNodePoolSpec, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def build_ec2_node_class(pool: GpuNodePoolSpec) -> dict[str, Any]:
     """The EC2NodeClass of a karpenter pool: identity, subnets, security groups, AMI, disk and IMDS settings."""
     spec: dict[str, Any] = {}
     if pool.instance_profile is not None:
@@ -223,7 +202,7 @@ def build_ec2_node_class(pool: GpuNodePoolSpec, extra_labels: dict[str, str] | N
     return {
         "apiVersion": EC2_NODE_CLASS_API,
         "kind": "EC2NodeClass",
-        "metadata": {"name": pool.name, "labels": lbl.common_labels(pool.name, "gpu-nodes", extra=extra_labels)},
+        "metadata": {"name": pool.name, "labels": lbl.common_labels(pool.name, "gpu-nodes")},
         "spec": spec,
     }
 
@@ -238,54 +217,11 @@ class KarpenterObjects:
         return [*self.node_classes, *self.node_pools]
 
 
-def build_karpenter_objects(cluster: EksCluster, plans: Sequence[ServingPlan],
-                            extra_labels: dict[str, str] | None = None) -> KarpenterObjects:
+def build_karpenter_objects(cluster: EksCluster, plans: Sequence[ServingPlan]) -> KarpenterObjects:
     """Every EC2NodeClass and NodePool of the cluster's karpenter and auto-mode pools, node classes first."""
     pools = [pool for pool in cluster.node_pools if is_karpenter_pool(pool)]
     return KarpenterObjects(
-        node_classes=[build_ec2_node_class(pool, extra_labels)
+        node_classes=[build_ec2_node_class(pool)
                       for pool in pools if pool.provisioner == "karpenter"],
-        node_pools=[obj for pool in pools for obj in build_node_pools(pool, plans, extra_labels)],
+        node_pools=[obj for pool in pools for obj in build_node_pools(pool, plans)],
     )
-
-
-# ---- the serving pods' side ----------------------------------------------------------------------------------------
-def karpenter_pod_scheduling(shape: NodeShape) -> dict[str, Any]:
-    """nodeSelector and affinity of a pod on a karpenter or auto-mode pool: the NodePool template's pool label, and
-    the GPU names the NodePool requires (the same values, from the same facts)."""
-    return {
-        "nodeSelector": {NODE_POOL_LABEL: shape.pool},
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [_requirement(gpu_name_label(shape.provisioner), shape.gpu_names)]},
-        ]}}},
-    }
-
-
-def gpu_pool_scheduling(plan: ServingPlan) -> dict[str, Any]:
-    """A pod on the serving GPU pool (the serving pods, and the hydration Job beside them): only nodes with the
-    planned GPU, by GFD's product label, or on a Karpenter or Auto Mode pool by the labels Karpenter knows before the
-    node exists; tolerating the GPU taint those nodes carry (runtime.nodes)."""
-    if plan.node_shape.provisioner in NODEPOOL_PROVISIONERS:
-        selection = karpenter_pod_scheduling(plan.node_shape)
-    else:
-        selection = {"nodeSelector": {GPU_PRODUCT_LABEL: plan.gpu.product_label}}
-    return {
-        **selection,
-        "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
-    }
-
-
-def do_not_disrupt_annotations(shape: NodeShape) -> dict[str, str]:
-    """``karpenter.sh/do-not-disrupt: "true"`` on serving pods of a Karpenter or Auto Mode pool.
-
-    Karpenter does not voluntarily disrupt (consolidate, drift-replace) a node running such a pod. A vLLM pod
-    spends minutes loading weights and compiling before it serves; losing the node then wastes all of it, and once
-    serving, an eviction drops in-flight requests. The annotation holds for the pod's whole life, not only while it
-    starts: the accepted practice for inference servers, since scale-down (the autoscaler removing a replica) empties
-    the node and WhenEmpty consolidation then removes it. Forceful disruption (spot interruption, node repair,
-    expiry after the NodePool's expireAfter, Karpenter's default 720h) is not prevented; with no terminationGracePeriod
-    on our NodePools an expired node's drain waits for such pods to go (a scale-down or a rollout), so a serving pod
-    is never cut mid-request by expiry."""
-    if shape.provisioner not in NODEPOOL_PROVISIONERS:
-        return {}
-    return {DO_NOT_DISRUPT_ANNOTATION: "true"}

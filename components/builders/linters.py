@@ -11,8 +11,7 @@ finding that is neither fixed nor listed there. Findings that were right to fix 
 from __future__ import annotations
 
 from vllm_pulumi.runtime.planning.plans import ServingPlan
-
-KUBE_SCORE_IGNORE = "kube-score/ignore"
+from vllm_pulumi.runtime.vocabulary import KUBE_SCORE_IGNORE_ANNOTATION
 
 # Why each stays, in one line (docs/linters.md has the long form).
 KUBE_SCORE_REASONS: dict[str, str] = {
@@ -45,7 +44,7 @@ _DEPLOYMENT_CHECKS = ("deployment-replicas", "deployment-has-host-podantiaffinit
 
 
 def _annotation(checks: list[str]) -> dict[str, str]:
-    return {KUBE_SCORE_IGNORE: ",".join(checks)} if checks else {}
+    return {KUBE_SCORE_IGNORE_ANNOTATION: ",".join(checks)} if checks else {}
 
 
 def _network_checks(plan: ServingPlan) -> list[str]:

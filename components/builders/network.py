@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllm_pulumi.components.builders import labels as lbl
+from vllm_pulumi.components.builders.linters import service_exemptions
+from vllm_pulumi.components.builders.pod import HTTP_PORT_NAME
+from vllm_pulumi.components.builders.serving import SERVICE_PORT, server_labels, service_selector
 from vllm_pulumi.runtime.planning.plans import ServingPlan
-from . import labels as lbl
-from .linters import service_exemptions
-from .serving import HTTP_PORT_NAME, SERVICE_PORT, server_labels, service_selector
+from vllm_pulumi.runtime.vocabulary import LWS_NAME_LABEL, NAMESPACE_NAME_LABEL
 
 
-def build_namespace(name: str, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
-    labels = dict(extra_labels or {})
-    labels.update({"app.kubernetes.io/part-of": lbl.PART_OF, "app.kubernetes.io/managed-by": lbl.MANAGED_BY})
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+def build_namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": lbl.project_labels()}}
 
 
-def build_service(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def build_service(plan: ServingPlan) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels),
+        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan),
                                  service_exemptions(plan)),
         "spec": {
             "type": "ClusterIP",
@@ -31,13 +31,18 @@ def build_service(plan: ServingPlan, extra_labels: dict[str, str] | None = None)
     }
 
 
+def service_url(plan: ServingPlan) -> str:
+    """The OpenAI base URL of the model's Service, for clients inside the cluster."""
+    return f"http://{plan.spec.name}.{plan.namespace}.svc.cluster.local:{SERVICE_PORT}/v1"
+
+
 def _namespaces_selector(namespaces: list[str]) -> dict[str, Any]:
     return {"matchExpressions": [
-        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(namespaces)}
+        {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": sorted(namespaces)}
     ]}
 
 
-def build_network_policy(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any] | None:
+def build_network_policy(plan: ServingPlan) -> dict[str, Any] | None:
     """Admit the listed clients and Prometheus on the vLLM port; the pods of one LWS group talk freely (Ray, NCCL)."""
     network = plan.spec.network
     if not network.network_policy:
@@ -57,11 +62,11 @@ def build_network_policy(plan: ServingPlan, extra_labels: dict[str, str] | None 
     ingress.append({"from": [{"namespaceSelector": _namespaces_selector([network.prometheus_namespace])}],
                     "ports": port})
     if plan.multi_node:
-        ingress.append({"from": [{"podSelector": {"matchLabels": {lbl.LWS_NAME: plan.spec.name}}}]})
+        ingress.append({"from": [{"podSelector": {"matchLabels": {LWS_NAME_LABEL: plan.spec.name}}}]})
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan, extra_labels)),
+        "metadata": lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan)),
         "spec": {
             "podSelector": {"matchLabels": lbl.selector_labels(plan.spec.name)},
             "policyTypes": ["Ingress"],
@@ -70,12 +75,10 @@ def build_network_policy(plan: ServingPlan, extra_labels: dict[str, str] | None 
     }
 
 
-
-
-def build_network(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def build_network(plan: ServingPlan) -> list[dict[str, Any]]:
     """Service, then the NetworkPolicy (when enabled)."""
-    objects = [build_service(plan, extra_labels)]
-    policy = build_network_policy(plan, extra_labels)
+    objects = [build_service(plan)]
+    policy = build_network_policy(plan)
     if policy is not None:
         objects.append(policy)
     return objects

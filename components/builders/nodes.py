@@ -10,13 +10,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.facts.gpus import gpu_for_instance_type
 from vllm_pulumi.runtime.facts.instances import efa_interfaces_for
 from vllm_pulumi.runtime.planning.nodes import NODE_DISK_GIB, pool_node_group_labels
-from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.planning.pools import pool_instances
-from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
 from vllm_pulumi.runtime.vocabulary import GPU_TAINT
+from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
 
 # Policies every EKS worker node needs (join the cluster, pull images from ECR, run the VPC CNI).
 NODE_ROLE_POLICY_ARNS = (

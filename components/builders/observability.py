@@ -10,19 +10,22 @@ import hashlib
 import json
 from typing import Any
 
+from vllm_pulumi.components.builders import labels as lbl
+from vllm_pulumi.components.builders.autoscaling import metric_selector, promql_string
+from vllm_pulumi.components.builders.pod import HTTP_PORT_NAME
+from vllm_pulumi.components.builders.serving import service_selector
 from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.spec.deployment import ObservabilitySpec
-from . import labels as lbl
-from .autoscaling import metric_selector, promql_string
-from .serving import HTTP_PORT_NAME, service_selector
+from vllm_pulumi.runtime.vocabulary import PROMETHEUS_OPERATOR_API_GROUP
 
 OBSERVABILITY_COMPONENT = "observability"
 # Queue depth above which a growing queue pages when the model is not autoscaled (KEDA's threshold otherwise).
 DEFAULT_QUEUE_ALERT_THRESHOLD = 5
+MONITORING_API_VERSION = f"{PROMETHEUS_OPERATOR_API_GROUP}/v1"
 
 
-def _labels(plan: ServingPlan, extra: dict[str, str] | None, more: dict[str, str] | None = None) -> dict[str, str]:
-    result = lbl.common_labels(plan.spec.name, OBSERVABILITY_COMPONENT, None, extra)
+def _labels(plan: ServingPlan, more: dict[str, str] | None = None) -> dict[str, str]:
+    result = lbl.common_labels(plan.spec.name, OBSERVABILITY_COMPONENT)
     result.update(more or {})
     return result
 
@@ -34,34 +37,28 @@ def scrape_job(plan: ServingPlan, observability: ObservabilitySpec) -> str:
     return plan.spec.name
 
 
-def build_monitor(
-    plan: ServingPlan, observability: ObservabilitySpec, extra_labels: dict[str, str] | None = None
-) -> dict[str, Any] | None:
+# The monitor kinds of Prometheus Operator, and the field each lists its scrape endpoints in.
+MONITOR_ENDPOINTS_FIELD = {"ServiceMonitor": "endpoints", "PodMonitor": "podMetricsEndpoints"}
+
+
+def build_monitor(plan: ServingPlan, observability: ObservabilitySpec) -> dict[str, Any] | None:
+    if observability.monitor not in MONITOR_ENDPOINTS_FIELD:
+        return None
     interval = f"{observability.scrape_interval_seconds}s"
     endpoint = {"port": HTTP_PORT_NAME, "path": "/metrics", "interval": interval}
-    metadata = lbl.metadata(plan.spec.name, plan.namespace, _labels(plan, extra_labels, observability.monitor_labels))
     # vLLM serves /metrics on the OpenAI port of the server pod (the LWS leader); workers have none. A PodMonitor
     # selects those pods; a ServiceMonitor selects the Service by the Service's own labels, which lack the LWS name
     # label of its pod selector (with it, nothing was scraped: found in the simulated cluster).
     selector = {"matchLabels": service_selector(plan)}
     if observability.monitor == "ServiceMonitor":
         selector = {"matchLabels": lbl.selector_labels(plan.spec.name, lbl.SERVER)}
-        return {
-            "apiVersion": "monitoring.coreos.com/v1",
-            "kind": "ServiceMonitor",
-            "metadata": metadata,
-            "spec": {"selector": selector, "namespaceSelector": {"matchNames": [plan.namespace]},
-                     "endpoints": [endpoint]},
-        }
-    if observability.monitor == "PodMonitor":
-        return {
-            "apiVersion": "monitoring.coreos.com/v1",
-            "kind": "PodMonitor",
-            "metadata": metadata,
-            "spec": {"selector": selector, "namespaceSelector": {"matchNames": [plan.namespace]},
-                     "podMetricsEndpoints": [endpoint]},
-        }
-    return None
+    return {
+        "apiVersion": MONITORING_API_VERSION,
+        "kind": observability.monitor,
+        "metadata": lbl.metadata(plan.spec.name, plan.namespace, _labels(plan, observability.monitor_labels)),
+        "spec": {"selector": selector, "namespaceSelector": {"matchNames": [plan.namespace]},
+                 MONITOR_ENDPOINTS_FIELD[observability.monitor]: [endpoint]},
+    }
 
 
 def alert_rules(plan: ServingPlan, observability: ObservabilitySpec) -> list[dict[str, Any]]:
@@ -103,16 +100,14 @@ def alert_rules(plan: ServingPlan, observability: ObservabilitySpec) -> list[dic
     ]
 
 
-def build_prometheus_rule(
-    plan: ServingPlan, observability: ObservabilitySpec, extra_labels: dict[str, str] | None = None
-) -> dict[str, Any] | None:
+def build_prometheus_rule(plan: ServingPlan, observability: ObservabilitySpec) -> dict[str, Any] | None:
     if not observability.alerts:
         return None
     return {
-        "apiVersion": "monitoring.coreos.com/v1",
+        "apiVersion": MONITORING_API_VERSION,
         "kind": "PrometheusRule",
         "metadata": lbl.metadata(plan.spec.name, plan.namespace,
-                                 _labels(plan, extra_labels, observability.monitor_labels)),
+                                 _labels(plan, observability.monitor_labels)),
         "spec": {"groups": [{"name": f"vllm.{plan.namespace}.{plan.spec.name}",
                              "rules": alert_rules(plan, observability)}]},
     }
@@ -182,27 +177,23 @@ def dashboard(plan: ServingPlan) -> dict[str, Any]:
     }
 
 
-def build_dashboard_config_map(
-    plan: ServingPlan, observability: ObservabilitySpec, extra_labels: dict[str, str] | None = None
-) -> dict[str, Any] | None:
+def build_dashboard_config_map(plan: ServingPlan, observability: ObservabilitySpec) -> dict[str, Any] | None:
     if not observability.dashboard:
         return None
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": lbl.metadata(f"{plan.spec.name}-dashboard", plan.namespace,
-                                 _labels(plan, extra_labels, observability.dashboard_labels)),
+                                 _labels(plan, observability.dashboard_labels)),
         # Compact JSON: Grafana does not care, and an indented dump runs Python's slow pure-Python encoder.
         "data": {f"vllm-{plan.spec.name}.json": json.dumps(dashboard(plan), sort_keys=True, separators=(",", ":"))},
     }
 
 
-def build_observability(
-    plan: ServingPlan, observability: ObservabilitySpec, extra_labels: dict[str, str] | None = None
-) -> list[dict[str, Any]]:
+def build_observability(plan: ServingPlan, observability: ObservabilitySpec) -> list[dict[str, Any]]:
     objects = [
-        build_monitor(plan, observability, extra_labels),
-        build_prometheus_rule(plan, observability, extra_labels),
-        build_dashboard_config_map(plan, observability, extra_labels),
+        build_monitor(plan, observability),
+        build_prometheus_rule(plan, observability),
+        build_dashboard_config_map(plan, observability),
     ]
     return [obj for obj in objects if obj is not None]

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllm_pulumi.components.builders import labels as lbl
+from vllm_pulumi.components.builders.linters import hydration_exemptions
+from vllm_pulumi.components.builders.placement import gpu_pool_scheduling
+from vllm_pulumi.components.builders.secrets import (
+    HF_TOKEN_SECRET_KEY,
+    build_generated_secret,
+    hf_token_secret_name,
+    secret_env,
+)
 from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.planning.storage import MODEL_MOUNT_PATH
-from .karpenter import gpu_pool_scheduling
-from . import labels as lbl
-from .linters import hydration_exemptions
-from .secrets import HF_TOKEN_SECRET_KEY, build_generated_secret, hf_token_secret_name, secret_env
+from vllm_pulumi.runtime.vocabulary import PULUMI_SKIP_AWAIT_ANNOTATION, PULUMI_TIMEOUT_ANNOTATION
 
 STORAGE_COMPONENT = "model-store"
 # The hydration Job runs the serving image itself (plan.image, pinned by the vLLM version): it ships the Hugging Face
@@ -61,6 +67,11 @@ def claim_name(plan: ServingPlan) -> str:
     return plan.spec.storage.existing_claim or f"{plan.spec.name}-models"
 
 
+def mounted_claim_name(plan: ServingPlan) -> str:
+    """The claim the serving pods mount the weights from ("" when they read no volume)."""
+    return claim_name(plan) if plan.uses_pvc else ""
+
+
 def creates_claim(plan: ServingPlan) -> bool:
     return plan.uses_pvc and plan.spec.storage.existing_claim is None
 
@@ -69,11 +80,11 @@ def hydrates(plan: ServingPlan) -> bool:
     return plan.uses_pvc and plan.spec.storage.hydrate
 
 
-def storage_labels(plan: ServingPlan, extra: dict[str, str] | None = None) -> dict[str, str]:
-    return lbl.common_labels(plan.spec.name, STORAGE_COMPONENT, None, extra)
+def storage_labels(plan: ServingPlan) -> dict[str, str]:
+    return lbl.common_labels(plan.spec.name, STORAGE_COMPONENT)
 
 
-def build_pvc(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def build_pvc(plan: ServingPlan) -> dict[str, Any]:
     storage = plan.spec.storage
     spec: dict[str, Any] = {
         "accessModes": [storage.access_mode],
@@ -84,7 +95,7 @@ def build_pvc(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> 
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": lbl.metadata(claim_name(plan), plan.namespace, storage_labels(plan, extra_labels)),
+        "metadata": lbl.metadata(claim_name(plan), plan.namespace, storage_labels(plan)),
         "spec": spec,
     }
 
@@ -93,20 +104,12 @@ def hydration_job_name(plan: ServingPlan) -> str:
     return f"{plan.spec.name}-hydrate"
 
 
-def build_hydration_job(
-    plan: ServingPlan, extra_labels: dict[str, str] | None = None, *, skip_await: bool = False
-) -> dict[str, Any]:
-    """Download the model into the PVC once. Idempotent: a marker file written after success short-circuits reruns.
-
-    ``skip_await`` (tests only) adds ``pulumi.com/skipAwait``; by default Pulumi waits for the Job to complete, so
-    the serving workload (which depends on it) never starts on a half-written volume.
-    """
-    spec = plan.spec
-    storage = spec.storage
-    model_dir = plan.model_ref
+def hydration_env(plan: ServingPlan) -> list[dict[str, Any]]:
+    """What the fixed HYDRATION_SCRIPT downloads and where, as env vars (never spliced into the script's text)."""
+    storage = plan.spec.storage
     env: list[dict[str, Any]] = [
         {"name": "HF_REPO", "value": plan.hf_repo},
-        {"name": "MODEL_DIR", "value": model_dir},
+        {"name": "MODEL_DIR", "value": plan.model_ref},
         {"name": "MARKER_FILE", "value": MARKER_FILE},
         {"name": "IGNORE_PATTERNS", "value": IGNORE_PATTERNS},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
@@ -115,7 +118,12 @@ def build_hydration_job(
         {"name": "HF_XET_CHUNK_CACHE_SIZE_BYTES", "value": "0"},
     ]
     if storage.hf_token is not None:
-        env.append(secret_env("HF_TOKEN", storage.hf_token, hf_token_secret_name(spec.name), HF_TOKEN_SECRET_KEY))
+        env.append(secret_env("HF_TOKEN", storage.hf_token, hf_token_secret_name(plan.spec.name),
+                              HF_TOKEN_SECRET_KEY))
+    return env
+
+
+def hydration_pod_spec(plan: ServingPlan) -> dict[str, Any]:
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,
@@ -126,7 +134,7 @@ def build_hydration_job(
             "image": plan.image,
             "imagePullPolicy": "IfNotPresent",
             "command": ["sh", "-c", HYDRATION_SCRIPT],
-            "env": env,
+            "env": hydration_env(plan),
             "resources": {"requests": {"cpu": "1", "memory": "2Gi", "ephemeral-storage": HYDRATION_EPHEMERAL_STORAGE},
                           "limits": {"memory": "4Gi", "ephemeral-storage": HYDRATION_EPHEMERAL_STORAGE}},
             # Runs as root like the serving container (the image's Python lives under root-owned paths).
@@ -138,25 +146,33 @@ def build_hydration_job(
     # On the serving GPU pool, placed like the serving pods (see the image comment above); for local-nvme also
     # because a node-local volume binds where its first pod runs.
     pod_spec.update(gpu_pool_scheduling(plan))
-    annotations = {"pulumi.com/timeoutSeconds": str(HYDRATION_TIMEOUT_SECONDS), **hydration_exemptions(plan)}
+    return pod_spec
+
+
+def build_hydration_job(plan: ServingPlan, *, skip_await: bool = False) -> dict[str, Any]:
+    """Download the model into the PVC once. Idempotent: a marker file written after success short-circuits reruns.
+
+    ``skip_await`` (tests only) adds ``pulumi.com/skipAwait``; by default Pulumi waits for the Job to complete, so
+    the serving workload (which depends on it) never starts on a half-written volume.
+    """
+    annotations = {PULUMI_TIMEOUT_ANNOTATION: str(HYDRATION_TIMEOUT_SECONDS), **hydration_exemptions(plan)}
     if skip_await:
-        annotations["pulumi.com/skipAwait"] = "true"
+        annotations[PULUMI_SKIP_AWAIT_ANNOTATION] = "true"
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": lbl.metadata(hydration_job_name(plan), plan.namespace, storage_labels(plan, extra_labels),
-                                 annotations),
+        "metadata": lbl.metadata(hydration_job_name(plan), plan.namespace, storage_labels(plan), annotations),
         # No ttlSecondsAfterFinished: a Job the cluster deletes is one Pulumi recreates on the next `up` (the marker
         # makes that run a no-op, but it still schedules a pod).
         "spec": {
             "backoffLimit": 3,
             "activeDeadlineSeconds": HYDRATION_TIMEOUT_SECONDS,
-            "template": {"metadata": {"labels": storage_labels(plan, extra_labels)}, "spec": pod_spec},
+            "template": {"metadata": {"labels": storage_labels(plan)}, "spec": hydration_pod_spec(plan)},
         },
     }
 
 
-def build_storage_secrets(plan: ServingPlan, extra_labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def build_storage_secrets(plan: ServingPlan) -> list[dict[str, Any]]:
     """The HF-token Secret to create from a Pulumi secret (data filled in by the shell), if any."""
     token = plan.spec.storage.hf_token
     if token is None or token.pulumi_secret is None:
@@ -164,16 +180,14 @@ def build_storage_secrets(plan: ServingPlan, extra_labels: dict[str, str] | None
     if not (hydrates(plan) or plan.spec.storage.kind == "hf-download"):
         return []
     return [build_generated_secret(hf_token_secret_name(plan.spec.name), plan.namespace,
-                                   storage_labels(plan, extra_labels))]
+                                   storage_labels(plan))]
 
 
-def build_storage(
-    plan: ServingPlan, extra_labels: dict[str, str] | None = None, *, skip_await: bool = False
-) -> list[dict[str, Any]]:
+def build_storage(plan: ServingPlan, *, skip_await: bool = False) -> list[dict[str, Any]]:
     """PVC then hydration Job (no Secrets: see build_storage_secrets)."""
     objects: list[dict[str, Any]] = []
     if creates_claim(plan):
-        objects.append(build_pvc(plan, extra_labels))
+        objects.append(build_pvc(plan))
     if hydrates(plan):
-        objects.append(build_hydration_job(plan, extra_labels, skip_await=skip_await))
+        objects.append(build_hydration_job(plan, skip_await=skip_await))
     return objects

@@ -23,6 +23,7 @@ from vllm_pulumi.runtime.planning.deployment import load_deployment, node_shapes
 from vllm_pulumi.runtime.planning.nodes import NodeShape
 from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.vocabulary import LWS_NAME_LABEL
 
 from .cluster import SimulatedCluster, pod_ready
 from .engine import copy_project, output_of, run_pulumi, write_stack
@@ -160,7 +161,7 @@ def _prepare_namespace(cluster: SimulatedCluster, deployed: Deployed) -> None:
 def serving_selector(plan: ServingPlan) -> str:
     """Label selector of every serving pod of a model (leaders and workers of an LWS; the server pods otherwise)."""
     if plan.multi_node:
-        return f"{lbl.LWS_NAME}={plan.spec.name}"
+        return f"{LWS_NAME_LABEL}={plan.spec.name}"
     return ",".join(f"{k}={v}" for k, v in lbl.selector_labels(plan.spec.name, lbl.SERVER).items())
 
 

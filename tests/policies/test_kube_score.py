@@ -24,8 +24,9 @@ import yaml
 from tests.components.specs import plan
 from tests.toolchain import BINARIES, REPO, pinned_versions
 from vllm_pulumi.components.builders import network, serving
-from vllm_pulumi.components.builders.linters import KUBE_SCORE_IGNORE, KUBE_SCORE_REASONS
+from vllm_pulumi.components.builders.linters import KUBE_SCORE_REASONS
 from vllm_pulumi.components.manifests import STACKS_DIR
+from vllm_pulumi.runtime.vocabulary import KUBE_SCORE_IGNORE_ANNOTATION as KUBE_SCORE_IGNORE
 
 KUBE_SCORE = BINARIES / "kube-score"
 GOLDEN = REPO / "tests" / "golden"
