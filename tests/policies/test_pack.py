@@ -24,7 +24,9 @@ from pulumi_policy import (
 from vllm_pulumi.policies.pack import CANNOT_CHECK_POLICY, build_policies, manifest_from_props
 from vllm_pulumi.policies.registry import all_rules
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from .cases import fixture_tree
+
+FIXTURES = fixture_tree()
 POLICIES: dict[str, Policy] = {p.name: p for p in build_policies()}
 
 
