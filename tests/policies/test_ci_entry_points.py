@@ -24,10 +24,14 @@ from pathlib import Path
 
 import pytest
 
+from .cases import fixture_tree, tree_root
 from .sarif import sarif_errors
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = fixture_tree()
 REPO = Path(__file__).resolve().parents[2]
+CASES_ROOT = tree_root(FIXTURES)
+"""Where FIXTURES sits at tests/policies/fixtures, as in a checkout: the working directory of the runs that name
+the files relative to it."""
 REFERENCE = FIXTURES / "reference"
 NO_SHUTDOWN_TIMEOUT = FIXTURES / "shutdown-timeout" / "fires" / "missing.yaml"
 ADVISORY_ONLY = FIXTURES / "gpu-toleration" / "fires" / "no-toleration.yaml"
@@ -221,8 +225,8 @@ def test_a_failed_render_piped_into_the_command_does_not_pass(installed: Install
 
 
 def test_sarif_from_the_command_is_valid_sarif_2_1_0(installed: InstalledVenv) -> None:
-    sarif = run([installed.command, FIXTURES, "--format", "sarif"], cwd=REPO, env=user_env())
-    findings = run([installed.command, FIXTURES, "--format", "json"], cwd=REPO, env=user_env())
+    sarif = run([installed.command, FIXTURES, "--format", "sarif"], cwd=CASES_ROOT, env=user_env())
+    findings = run([installed.command, FIXTURES, "--format", "json"], cwd=CASES_ROOT, env=user_env())
     assert (sarif.returncode, findings.returncode) == (1, 1), sarif.stderr
     log = json.loads(sarif.stdout)
     assert sarif_errors(log) == []
@@ -235,11 +239,11 @@ def test_sarif_from_the_command_is_valid_sarif_2_1_0(installed: InstalledVenv) -
 
 
 def test_github_annotations_from_the_command(installed: InstalledVenv) -> None:
-    result = run([installed.command, NO_SHUTDOWN_TIMEOUT.relative_to(REPO), "--format", "github"], cwd=REPO,
-                 env=user_env())
+    result = run([installed.command, NO_SHUTDOWN_TIMEOUT.relative_to(CASES_ROOT), "--format", "github"],
+                 cwd=CASES_ROOT, env=user_env())
     assert result.returncode == 1
     assert result.stdout.startswith(
-        f"::error file={NO_SHUTDOWN_TIMEOUT.relative_to(REPO)},line=2,title=shutdown-timeout (mandatory%2C high)::")
+        f"::error file={NO_SHUTDOWN_TIMEOUT.relative_to(CASES_ROOT)},line=2,title=shutdown-timeout (mandatory%2C high)::")
 
 
 # ---- the pre-commit hook ------------------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ import pytest
 
 from vllm_pulumi.policies.cli import main
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from .cases import fixture_tree
+
+FIXTURES = fixture_tree()
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = FIXTURES / "reference"
 NO_SHUTDOWN_TIMEOUT = FIXTURES / "shutdown-timeout" / "fires" / "missing.yaml"

@@ -14,6 +14,8 @@ from vllm_pulumi.policies import loader, offline
 from vllm_pulumi.policies.loader import InputError, documents, load_paths, load_text
 from vllm_pulumi.policies.registry import all_rules, reads
 
+from .cases import fixture_tree
+
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
                     st.text(max_size=12), st.sampled_from(["yes", "no", "on", "off", "0x1F", "007", "1_000", "12:30",
                                                            "~", "null", "True", "2026-01-01", "1e3", ".5", "-"]))
@@ -80,7 +82,7 @@ def test_list_kind_json_and_flow_style(tmp_path: Path) -> None:
 
 def test_parallel_check_gives_the_same_findings(tmp_path: Path) -> None:
     """Forked workers run the per-object rules; the parent runs stack rules over what they send back."""
-    fixtures = Path(__file__).parent / "fixtures"
+    fixtures = fixture_tree()
     sources = sorted(fixtures.glob("*/fires/*.yaml")) + sorted((fixtures / "reference").glob("*.yaml"))
     for i, file in enumerate(sources):
         (tmp_path / f"{i:03d}-{file.name}").write_text(file.read_text())

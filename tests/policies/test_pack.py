@@ -25,7 +25,9 @@ from vllm_pulumi.policies.pack import build_policies, manifest_from_props
 from vllm_pulumi.policies.registry import all_rules
 from vllm_pulumi.policies.rule_types import CANNOT_CHECK_POLICY
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from .cases import fixture_tree
+
+FIXTURES = fixture_tree()
 POLICIES: dict[str, Policy] = {p.name: p for p in build_policies()}
 
 

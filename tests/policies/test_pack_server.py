@@ -18,8 +18,10 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from vllm_pulumi.policies.registry import all_rules
 from vllm_pulumi.policies.rule_types import CANNOT_CHECK_POLICY
 
+from .cases import fixture_tree
+
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = fixture_tree()
 MANDATORY = 1  # proto EnforcementLevel: ADVISORY 0, MANDATORY 1, DISABLED 2, REMEDIATE 3
 
 

@@ -18,9 +18,10 @@ from vllm_pulumi.policies.loader import load_text
 from vllm_pulumi.policies.registry import all_rules
 from vllm_pulumi.policies.report import SARIF_SCHEMA_URI, format_github, sarif_level
 
+from .cases import fixture_tree, tree_root
 from .sarif import sarif_errors, sarif_schema
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = fixture_tree()
 REPO = Path(__file__).resolve().parents[2]
 NO_SHUTDOWN_TIMEOUT = FIXTURES / "shutdown-timeout" / "fires" / "missing.yaml"
 REFERENCE = FIXTURES / "reference" / "single-node.yaml"
@@ -167,7 +168,8 @@ def sarif_and_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int,
 
 def test_sarif_of_every_fixture_is_valid_sarif_2_1_0(monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.chdir(REPO)
+    root = tree_root(FIXTURES)  # where the fixtures sit at tests/policies/fixtures, as in a checkout
+    monkeypatch.chdir(root)
     code, log, findings = sarif_and_json(capsys, str(FIXTURES))
     assert code == 1 and findings
     assert sarif_errors(log) == []
@@ -179,7 +181,7 @@ def test_sarif_of_every_fixture_is_valid_sarif_2_1_0(monkeypatch: pytest.MonkeyP
         assert result["level"] == sarif_level(finding["enforcement"], finding["severity"])
         assert finding["message"] in result["message"]["text"] and finding["fix"] in result["message"]["text"]
         physical = result["locations"][0]["physicalLocation"]
-        assert physical["artifactLocation"] == {"uri": Path(finding["file"]).relative_to(REPO).as_posix(),
+        assert physical["artifactLocation"] == {"uri": Path(finding["file"]).relative_to(root).as_posix(),
                                                 "uriBaseId": "%SRCROOT%"}
         assert physical["region"] == {"startLine": finding["line"]}
         assert result["properties"]["document"] == finding["document"]
