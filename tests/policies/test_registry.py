@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.policies.cases import fixture_tree
 from vllm_pulumi.policies import registry, rules
 from vllm_pulumi.policies.registry import all_rules
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE = Path(__file__).parent / "fixtures" / "shutdown-timeout" / "fires" / "missing.yaml"
+FIXTURE = fixture_tree() / "shutdown-timeout" / "fires" / "missing.yaml"
 TOPICS = sorted(module.name for module in pkgutil.iter_modules(rules.__path__))
 
 
