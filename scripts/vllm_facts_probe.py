@@ -34,6 +34,11 @@ Modes (exactly one):
 
 stdout carries only the JSON document; vLLM/torch logging goes to stderr.
 Exit status is 0 whenever the JSON was produced (check "ok"/"verify_ok").
+
+The host CPU never decides an answer: vLLM's CPU platform picks some settings by the CPU it runs on (AMX, AVX-512,
+the architecture); the probe restores what a GPU platform leaves in their place (see HOST_DEPENDENT_SETTINGS). For
+the test that proves it (tests/runtime/test_vllm_host_independence.py), VLLM_PROBE_HOST_CPU names the CPU the probe
+makes vLLM see (one of HOST_CPUS; unset: the real one) and VLLM_PROBE_PIN_HOST=0 turns the restoring off.
 """
 
 from __future__ import annotations
@@ -57,6 +62,85 @@ for _k, _v in {
     "TOKENIZERS_PARALLELISM": "false",
 }.items():
     os.environ.setdefault(_k, _v)
+
+# --------------------------------------------------------------------------
+# The host CPU: what vLLM's CPU platform decides by it, and what a GPU decides instead
+# --------------------------------------------------------------------------
+# CpuPlatform.check_and_update_config (vllm/platforms/cpu.py) changes these after the engine arguments are resolved,
+# by the CPU it runs on; CudaPlatform.check_and_update_config (vllm/platforms/cuda.py) leaves every one of them as the
+# arguments set it (the GPU backend's block size is resolved later, at executor start-up, by
+# update_block_size_for_backend, which no probe path runs). So after the CPU platform's hook each is put back.
+HOST_DEPENDENT_SETTINGS: tuple[tuple[str, str, str], ...] = (
+    ("scheduler_config", "enable_chunked_prefill",
+     "an MLA model without AMX MLA (torch.cpu._is_amx_tile_supported() false on x86, or not x86) is forced off"),
+    ("scheduler_config", "max_num_batched_tokens",
+     "the same MLA branch raises it to max(max_model_len, SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS)"),
+    ("cache_config", "enable_prefix_caching", "the same MLA branch forces it off"),
+    ("cache_config", "block_size",
+     "reference CPU MLA (no AMX) forces 16 and DeepSeek-V4 256, whatever was asked"),
+    ("cache_config", "mamba_ssm_cache_dtype",
+     "hosts with AVX-512 BF16 reset it to float32 unless the GDN backend keeps fp16/bf16"),
+    ("cache_config", "kv_cache_memory_bytes", "VLLM_CPU_KVCACHE_SPACE in the host's environment sets it"),
+)
+# What CudaPlatform.supported_dtypes answers on compute capability >= 8.0 (every GPU of the catalog), and what the CPU
+# platform answers on x86 and aarch64 Linux; PowerPC, RISC-V and macOS answer other lists or orders, which change the
+# dtype vLLM resolves for `--dtype auto`.
+GPU_SUPPORTED_DTYPES = ("bfloat16", "float16", "float32")
+
+# The CPUs the independence test makes vLLM see: (AMX tiles, AVX-512 BF16, AVX-512, architecture), as
+# torch.cpu._is_amx_tile_supported / _is_avx512_bf16_supported / _is_avx512_supported and
+# Platform.get_cpu_architecture report them. Sapphire Rapids and later; AMD Zen 4/5 (EPYC Genoa/Turin); Skylake to
+# Cascade Lake; AVX2 only; Graviton.
+HOST_CPUS: dict[str, tuple[bool, bool, bool, str]] = {
+    "amx": (True, True, True, "X86"),
+    "avx512-bf16": (False, True, True, "X86"),
+    "avx512": (False, False, True, "X86"),
+    "avx2": (False, False, False, "X86"),
+    "aarch64": (False, False, False, "ARM"),
+}
+HOST_CPU_ENV = "VLLM_PROBE_HOST_CPU"
+PIN_HOST_ENV = "VLLM_PROBE_PIN_HOST"
+
+
+def simulate_host_cpu(name: str) -> None:
+    """Make vLLM see the CPU ``name`` of HOST_CPUS (before vLLM's platform is resolved): the tests' way to run the
+    probe under each branch of the CPU platform's host checks on any machine."""
+    import torch
+    from vllm.platforms.interface import CpuArchEnum, Platform
+
+    if name not in HOST_CPUS:
+        raise SystemExit(f"{HOST_CPU_ENV}={name!r}: not one of {', '.join(HOST_CPUS)}")
+    amx, avx512_bf16, avx512, architecture = HOST_CPUS[name]
+    torch.cpu._is_amx_tile_supported = lambda: amx
+    torch.cpu._is_avx512_bf16_supported = lambda: avx512_bf16
+    torch.cpu._is_avx512_supported = lambda: avx512
+    Platform.get_cpu_architecture = classmethod(lambda cls: CpuArchEnum[architecture])  # type: ignore[method-assign]
+
+
+def pin_host_decisions() -> None:
+    """Wrap the CPU platform's config hook so that it keeps HOST_DEPENDENT_SETTINGS as the arguments set them, and
+    answer the GPU's dtypes: every figure and verdict of the probe is then the same on any host CPU."""
+    import torch
+    from vllm.platforms.cpu import CpuPlatform
+
+    hook = CpuPlatform.__dict__["check_and_update_config"].__func__
+
+    def as_a_gpu_leaves_them(cls, vllm_config):
+        kept = {(part, name): getattr(getattr(vllm_config, part), name) for part, name, _ in HOST_DEPENDENT_SETTINGS}
+        hook(cls, vllm_config)
+        for (part, name), value in kept.items():
+            setattr(getattr(vllm_config, part), name, value)
+
+    CpuPlatform.check_and_update_config = classmethod(as_a_gpu_leaves_them)
+    CpuPlatform.supported_dtypes = property(lambda self: [getattr(torch, name) for name in GPU_SUPPORTED_DTYPES])
+
+
+def prepare_host() -> None:
+    if os.environ.get(HOST_CPU_ENV):
+        simulate_host_cpu(os.environ[HOST_CPU_ENV])
+    if os.environ.get(PIN_HOST_ENV, "1") != "0":
+        pin_host_decisions()
+
 
 # Namespace keys reported by --parse-args (all others are omitted).
 NAMESPACE_KEYS = (
@@ -316,7 +400,9 @@ def kv_capacity(request: dict) -> dict:
     largest kernel block within the primary page, which is 16 for backends accepting multiples of 16, such as
     FlashAttention). The CUDA defaults the CPU platform would not pick are set explicitly: async scheduling with
     model runner V2 (pipeline_parallel_size + 1 batches in flight), hybrid KV-cache manager on, and the NHD
-    layout (with one page size per layer every layout gives the same bytes per block)."""
+    layout (with one page size per layer every layout gives the same bytes per block); the settings the CPU platform
+    picks by the host CPU (batched tokens and chunked prefill for MLA, block size) are kept as asked by
+    pin_host_decisions."""
     previous = os.environ.get("VLLM_USE_V2_MODEL_RUNNER")
     os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1"  # the CUDA default (Triton present); read when the config is used
     try:
@@ -480,7 +566,21 @@ def serve_facts() -> dict:
     return {"serve_flags": flags, "quantization_methods": list(QUANTIZATION_METHODS)}
 
 
+def host_facts() -> dict:
+    """The CPU as vLLM sees it (after VLLM_PROBE_HOST_CPU), and whether its host decisions are pinned."""
+    import torch
+    from vllm.platforms.interface import Platform
+
+    return {"amx": bool(torch.cpu._is_amx_tile_supported()),
+            "avx512_bf16": bool(torch.cpu._is_avx512_bf16_supported()),
+            "avx512": bool(torch.cpu._is_avx512_supported()),
+            "architecture": Platform.get_cpu_architecture().name,
+            "pinned": os.environ.get(PIN_HOST_ENV, "1") != "0", "host_cpus": list(HOST_CPUS)}
+
+
 def _answer(request: dict) -> dict:
+    if "host" in request:
+        return host_facts()
     if "serve_facts" in request:
         return serve_facts()
     if "parse" in request:
@@ -536,6 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="auto")
     opts = ap.parse_args(argv)
 
+    prepare_host()
     if opts.serve:
         return serve()
     if opts.batch:

@@ -74,30 +74,45 @@ def vllm_python() -> Path:
 
 @cache
 def _answers(python: str, config_root: str) -> list[dict[str, Any]]:
-    requests: list[dict[str, Any]] = []
-    for catalog_id, (_, config) in CATALOG.items():
-        directory = Path(config_root) / catalog_id
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "config.json").write_text(json.dumps(_language_model_config(config)))
-        for tp, pp, kv in LAYOUTS:
-            requests.append({"facts": {"config_dir": str(directory), "tp": tp, "pp": pp, "kv_cache_dtype": kv}})
-    for model_id, config in KV_EXTRA_CONFIGS.items():
-        directory = Path(config_root) / model_id
+    return run_probe_batch(Path(python), crosscheck_requests(Path(config_root)))
+
+
+def write_model_configs(config_root: Path) -> None:
+    """Every catalog model (as its language model) and each extra KV config, as DIR/<id>/config.json."""
+    for model_id, config in [*((catalog_id, _language_model_config(config)) for catalog_id, (_, config)
+                                 in CATALOG.items()), *KV_EXTRA_CONFIGS.items()]:
+        directory = config_root / model_id
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "config.json").write_text(json.dumps(config))
+
+
+def crosscheck_requests(config_root: Path) -> list[dict[str, Any]]:
+    """The probe requests of this module, in the order the tests index the answers."""
+    write_model_configs(config_root)
+    requests: list[dict[str, Any]] = []
+    for catalog_id in CATALOG:
+        for tp, pp, kv in LAYOUTS:
+            requests.append({"facts": {"config_dir": str(config_root / catalog_id), "tp": tp, "pp": pp,
+                                       "kv_cache_dtype": kv}})
     for catalog_id, tp, pp, kv, max_model_len, batched, available in KV_CASES:
         requests.append({"kv_capacity": {
-            "config_dir": str(Path(config_root) / catalog_id), "tp": tp, "pp": pp, "kv_cache_dtype": kv,
+            "config_dir": str(config_root / catalog_id), "tp": tp, "pp": pp, "kv_cache_dtype": kv,
             "max_model_len": _kv_max_model_len(catalog_id, max_model_len), "max_num_batched_tokens": batched,
             "available_memory_bytes": available}})
     for stack in ("local", "edge", "prod", "multinode", "karpenter"):
         for plan in plan_deployment(_stack_spec(stack)):
             requests.append({"parse": plan.args})
     requests.append({"parse": EngineSettings(extra_args=[]).to_args("m") + ["--disable-graceful-shutdown"]})
+    return requests
+
+
+def run_probe_batch(python: Path, requests: list[dict[str, Any]],
+                    env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """One probe process (--batch) answering ``requests``, on CPU, offline; ``env`` adds to its environment."""
     result = subprocess.run(
         [python, str(PROBE), "--batch"], input=json.dumps(requests), capture_output=True, text=True, check=False,
         timeout=1800, env={**os.environ, "VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1",
-                           "TRANSFORMERS_OFFLINE": "1"},
+                           "TRANSFORMERS_OFFLINE": "1", **(env or {})},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     answers: list[dict[str, Any]] = json.loads(result.stdout)
