@@ -21,8 +21,8 @@ import pytest
 from tests.runtime.test_vllm_crosscheck import crosscheck_requests, run_probe_batch, vllm_python
 from tests.runtime.test_vllm_differential import _args_from_settings
 from tests.runtime.test_vllm_verdicts import PINNED
-from vllm_pulumi.runtime.gpus import find_gpu
-from vllm_pulumi.runtime.models import CATALOG
+from vllm_pulumi.runtime.facts.gpus import find_gpu
+from vllm_pulumi.runtime.facts.model_catalog import CATALOG
 
 pytestmark = pytest.mark.vllm
 
