@@ -12,8 +12,9 @@ The vocabulary is every module-level str constant of runtime/vocabulary.py and t
 - **prose** is allowed: a constant with whitespace in it (a docstring, a field description, a policy message or fix,
   a shell script) may mention a key inside its text, since the reader sees it verbatim and no code compares it.
 
-A key elsewhere inside a whitespace-free constant (``"labels.nvidia.com/gpu"``) is not flagged: no such constant
-exists, and a field path like that is prose for people, not a key the code matches.
+A key elsewhere inside a whitespace-free constant (``"resources.limits.nvidia.com/gpu"``) is not flagged: a field path
+like that is written for people, not a key the code matches. tests/ is not scanned: its expected values may spell keys
+verbatim, which checks the vocabulary's own spelling.
 """
 
 from __future__ import annotations
