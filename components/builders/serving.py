@@ -30,8 +30,6 @@ from vllm_pulumi.runtime.vocabulary import (
 )
 
 SERVICE_PORT = 80
-# Scheduling, a cold pull of the ~20 GB vLLM image and volume attach happen before the startup probe's clock starts.
-PROGRESS_SLACK_SECONDS = 900
 LWS_API_VERSION = f"{LWS_API_GROUP}/v1"
 
 
@@ -102,8 +100,8 @@ def _template(plan: ServingPlan, pod_labels: dict[str, str], spec: dict[str, Any
 
 def _workload_metadata(plan: ServingPlan) -> dict[str, Any]:
     annotations = {**project_annotations(plan), **rollout_annotations(plan)}
-    # Pulumi waits for the rollout: the startup budget plus scheduling and the image pull, not its 10-minute default.
-    annotations[PULUMI_TIMEOUT_ANNOTATION] = str(plan.startup_budget_seconds + PROGRESS_SLACK_SECONDS)
+    # Pulumi waits as long as the rollout may take (ServingPlan.progress_deadline_seconds), not its 10-minute default.
+    annotations[PULUMI_TIMEOUT_ANNOTATION] = str(plan.progress_deadline_seconds)
     annotations.update(workload_exemptions(plan))  # on the workload, not the pod template: no restart for a linter
     return lbl.metadata(plan.spec.name, plan.namespace, server_labels(plan), annotations)
 
@@ -128,7 +126,7 @@ def build_deployment(plan: ServingPlan) -> dict[str, Any]:
             "selector": {"matchLabels": lbl.selector_labels(plan.spec.name, lbl.SERVER)},
             # With room for a surge replica, a new pod is Ready before an old one drains; without, one at a time.
             "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update(plan)},
-            "progressDeadlineSeconds": plan.startup_budget_seconds + PROGRESS_SLACK_SECONDS,
+            "progressDeadlineSeconds": plan.progress_deadline_seconds,
             "template": _template(plan, server_labels(plan), pod_spec(plan, container)),
         },
     }

@@ -20,6 +20,8 @@ STARTUP_PROBE_PERIOD_SECONDS = 10
 READINESS_PROBE_PERIOD_SECONDS = 5
 LIVENESS_PROBE_PERIOD_SECONDS = 10
 PROBE_TIMEOUT_SECONDS = 5
+# Scheduling, a cold pull of the ~20 GB vLLM image and volume attach happen before the startup probe's clock starts.
+PROGRESS_SLACK_SECONDS = 900
 # Voluntary evictions (node drains, scale-down) take at most one replica's pod at a time: the same bound a rollout
 # keeps, whether it surges (none down) or replaces one replica at a time (one down); never blocks a drain.
 PDB_MAX_UNAVAILABLE = 1

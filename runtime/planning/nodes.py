@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from vllm_pulumi.runtime import annotations as ann
 from vllm_pulumi.runtime.facts.gpus import GpuFacts, find_gpu
 from vllm_pulumi.runtime.facts.instances import InstanceFacts
 from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
@@ -36,8 +37,9 @@ from vllm_pulumi.runtime.vocabulary import (
 )
 
 # ---- the label this project puts on the nodes of its pools ---------------------------------------------------------
-NODE_POOL_LABEL = "vllm-pulumi.dev/node-pool"
-"""Set on the nodes of each pool this project creates (EKS node group labels)."""
+NODE_POOL_LABEL = ann.NODE_POOL
+"""Set on the nodes of each pool this project creates (EKS node group labels): the same key as the pool annotation the
+serving workloads carry (runtime/annotations.py)."""
 
 # ---- sizes and the kubelet reserve ----------------------------------------------------------------------------------
 # Root disk of a GPU node: the vLLM image (~20 GB unpacked), containerd's copy while pulling, logs, and slack.

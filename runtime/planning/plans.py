@@ -17,7 +17,11 @@ from vllm_pulumi.runtime.facts.gpus import GpuFacts
 from vllm_pulumi.runtime.facts.models import ModelFacts
 from vllm_pulumi.runtime.planning.autoscaling import AutoscalingPlan
 from vllm_pulumi.runtime.planning.capacity import CapacityPlan
-from vllm_pulumi.runtime.planning.lifecycle import LIVENESS_PROBE_PERIOD_SECONDS, STARTUP_PROBE_PERIOD_SECONDS
+from vllm_pulumi.runtime.planning.lifecycle import (
+    LIVENESS_PROBE_PERIOD_SECONDS,
+    PROGRESS_SLACK_SECONDS,
+    STARTUP_PROBE_PERIOD_SECONDS,
+)
 from vllm_pulumi.runtime.planning.nodes import NodeShape, Resources
 from vllm_pulumi.runtime.planning.parallelism import ParallelLayout
 from vllm_pulumi.runtime.planning.resources import WRITABLE_LAYER_GIB
@@ -91,6 +95,13 @@ class ServingPlan:
     @property
     def startup_probe_failure_threshold(self) -> int:
         return math.ceil(self.startup_budget_seconds / STARTUP_PROBE_PERIOD_SECONDS)
+
+    @property
+    def progress_deadline_seconds(self) -> int:
+        """How long a rollout may go without progress (the Deployment's progressDeadlineSeconds) and Pulumi waits for
+        the workload: the startup budget plus PROGRESS_SLACK_SECONDS for what comes before the startup probe's clock
+        starts (scheduling, a cold image pull, volume attach), instead of Pulumi's 10-minute default."""
+        return self.startup_budget_seconds + PROGRESS_SLACK_SECONDS
 
     @property
     def liveness_probe_failure_threshold(self) -> int:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from vllm_pulumi.runtime.spec.common import DNS_LABEL, StrictModel
+from vllm_pulumi.runtime.vocabulary import HOSTNAME_LABEL, KARPENTER_GROUP
 
 Provisioner = Literal["managed-node-group", "karpenter", "auto-mode"]
 """Who launches a pool's GPU nodes: an EKS managed node group, Karpenter, or EKS Auto Mode."""
@@ -92,7 +93,7 @@ class GpuNodePoolSpec(StrictModel):
             raise ValueError(f"min_size {self.min_size}: Karpenter keeps no minimum of nodes, it launches them for "
                              "Pending pods; use min_size 0 (models' replicas keep nodes up)")
         restricted = sorted(key for key in self.labels
-                            if key.split("/", 1)[0].endswith("karpenter.sh") or key == "kubernetes.io/hostname")
+                            if key.split("/", 1)[0].endswith(KARPENTER_GROUP) or key == HOSTNAME_LABEL)
         if restricted:
             raise ValueError(f"labels {', '.join(restricted)} are set by Karpenter itself and refused in a NodePool "
                              "template; use a label of your own domain")

@@ -147,7 +147,7 @@ def test_capture_sizes_follow_vllm_033_defaults(case: str, max_num_seqs: int, gp
 def test_node_phases_fit_inside_the_rollout_slack() -> None:
     """Pulumi's await and the Deployment's progress deadline add PROGRESS_SLACK_SECONDS to the budget for the node
     phases: a cold node and image pull must fit in it."""
-    from vllm_pulumi.components.builders.serving import PROGRESS_SLACK_SECONDS
+    from vllm_pulumi.runtime.planning.lifecycle import PROGRESS_SLACK_SECONDS
 
     budget = startup_budget(16_000_000_000, "local-nvme")
     assert budget.node_seconds <= PROGRESS_SLACK_SECONDS
