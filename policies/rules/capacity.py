@@ -31,15 +31,16 @@ def _capacity_fix(server: Server, estimated_max_model_len: int) -> str:
     return ", ".join(steps[:-1]) + ", or " + steps[-1]
 
 
-@rule(
-    "kv-cache-fits", group="Capacity", enforcement="mandatory", severity="high", kinds=SERVING_KINDS,
-    description="With the model, GPU and engine flags, the KV cache holds at least one --max-model-len sequence "
-                "(runtime.planner.plan_capacity), and max-model-len is within the model's context.",
-    why="vLLM refuses to start when the KV cache cannot hold one full-length sequence; the pod crash-loops after "
-        "every load.",
-    fix="Lower --max-model-len, use --kv-cache-dtype=fp8, or add GPUs (tensor parallelism).",
-)
+@rule("kv-cache-fits", group="Capacity", enforcement="mandatory", severity="high", kinds=SERVING_KINDS)
 def kv_cache_fits(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """With the model, GPU and engine flags, the KV cache holds at least one --max-model-len sequence
+    (runtime.planner.plan_capacity), and max-model-len is within the model's context.
+
+    Why: vLLM refuses to start when the KV cache cannot hold one full-length sequence; the pod crash-loops after every
+    load.
+
+    Fix: Lower --max-model-len, use --kv-cache-dtype=fp8, or add GPUs (tensor parallelism).
+    """
     for server in res.servers:
         result = capacity_plan(server)
         if result.plan is None:
@@ -72,14 +73,15 @@ def kv_cache_fits(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violat
 
 
 
-@rule(
-    "kv-cache-concurrency", group="Capacity", enforcement="advisory", severity="low", kinds=SERVING_KINDS,
-    description="When --max-num-seqs is set, the KV cache holds that many sequences at --max-model-len.",
-    why="Sequences beyond what the cache holds wait or get preempted (recomputed), so the configured batch size is "
-        "never reached at full length and latency grows.",
-    fix="Lower --max-num-seqs to the number in the message, or add KV cache (fp8, more GPUs).",
-)
+@rule("kv-cache-concurrency", group="Capacity", enforcement="advisory", severity="low", kinds=SERVING_KINDS)
 def kv_cache_concurrency(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """When --max-num-seqs is set, the KV cache holds that many sequences at --max-model-len.
+
+    Why: Sequences beyond what the cache holds wait or get preempted (recomputed), so the configured batch size is never
+    reached at full length and latency grows.
+
+    Fix: Lower --max-num-seqs to the number in the message, or add KV cache (fp8, more GPUs).
+    """
     for server in res.servers:
         if not server.command.has("max-num-seqs"):
             continue
