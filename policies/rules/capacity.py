@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from vllm_pulumi.policies.facts import capacity_plan
+from vllm_pulumi.policies.facts import PlanResult, capacity_plan
 from vllm_pulumi.policies.kinds import SERVING_KINDS
 from vllm_pulumi.policies.pods import env_by_name
 from vllm_pulumi.policies.rule_types import Rule, Violation, cannot_check, rule
@@ -20,6 +20,13 @@ LONG_CONTEXT_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 def _allows_long_context(container: dict[str, Any]) -> bool:
     value = mapping(env_by_name(container).get(LONG_CONTEXT_ENV)).get("value")
     return str(value).strip().lower() in ("1", "true")
+
+
+def _unplanned(result: PlanResult, what: str) -> Iterator[Violation]:
+    """The "cannot check" finding of a server the planner has no plan for; none when it refused the settings outright
+    (an invalid TP size: the GPU rules report that)."""
+    if not result.refused:
+        yield cannot_check(what, result.problem)
 
 
 def _capacity_fix(server: Server, estimated_max_model_len: int) -> str:
@@ -44,8 +51,7 @@ def kv_cache_fits(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violat
     for server in res.servers:
         result = capacity_plan(server)
         if result.plan is None:
-            if not result.refused:
-                yield cannot_check("KV-cache capacity", result.problem)
+            yield from _unplanned(result, "KV-cache capacity")
             continue
         plan = result.plan
         model = server.model
@@ -87,8 +93,7 @@ def kv_cache_concurrency(res: Resource, settings: Mapping[str, Any]) -> Iterator
             continue
         result = capacity_plan(server)
         if result.plan is None:
-            if not result.refused:
-                yield cannot_check("KV-cache concurrency", result.problem)
+            yield from _unplanned(result, "KV-cache concurrency")
             continue
         plan = result.plan
         if plan.fits and plan.max_full_length_sequences < plan.max_num_seqs:

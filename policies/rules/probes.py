@@ -9,9 +9,9 @@ from typing import Any
 
 from vllm_pulumi.policies.facts import startup_budget_for
 from vllm_pulumi.policies.kinds import SERVING_KINDS
-from vllm_pulumi.policies.pods import container_port, probe_window_seconds
+from vllm_pulumi.policies.pods import container_port, probe_timing, probe_window_seconds
 from vllm_pulumi.policies.rule_types import Rule, Setting, Violation, cannot_check, rule
-from vllm_pulumi.policies.values import as_int, mapping
+from vllm_pulumi.policies.values import mapping
 from vllm_pulumi.policies.workload import Resource, vllm_port
 from vllm_pulumi.runtime.planning.startup import STORAGE_READ_GB_PER_SECOND
 
@@ -51,11 +51,10 @@ def startup_probe_covers_load(res: Resource, settings: Mapping[str, Any]) -> Ite
             continue
         window = probe_window_seconds(probe)
         if window < budget.seconds:
-            period = as_int(probe.get("periodSeconds")) or 10
-            delay = as_int(probe.get("initialDelaySeconds")) or 0
+            delay, period, threshold = probe_timing(probe)
             yield Violation(
                 f"{server.where}: startupProbe window {window} s (initialDelaySeconds {delay} + periodSeconds "
-                f"{period} x failureThreshold {as_int(probe.get('failureThreshold')) or 3}) is shorter than the "
+                f"{period} x failureThreshold {threshold}) is shorter than the "
                 f"{budget.seconds} s startup budget ({budget.basis})",
                 f"set startupProbe.failureThreshold to at least {math.ceil((budget.seconds - delay) / period)} "
                 f"(periodSeconds {period})",
@@ -85,8 +84,7 @@ def liveness_probe_safe(res: Resource, settings: Mapping[str, Any]) -> Iterator[
                 f"{probe_window_seconds(probe)} s of model loading",
                 "add a startupProbe sized to the startup budget (liveness waits for it)",
             )
-        period = as_int(probe.get("periodSeconds")) or 10
-        threshold = as_int(probe.get("failureThreshold")) or 3
+        _, period, threshold = probe_timing(probe)
         grace = server.template.grace_seconds
         if period * threshold < grace:
             yield Violation(
