@@ -164,11 +164,16 @@ def gpu_request(container: dict[str, Any]) -> int | None:
     return as_int(mapping(resources.get("requests")).get(GPU_RESOURCE))
 
 
+def probe_timing(probe: dict[str, Any]) -> tuple[int, int, int]:
+    """(initialDelaySeconds, periodSeconds, failureThreshold) as Kubernetes runs the probe: an unset (or zero) field
+    takes its default, 0, 10 and 3."""
+    return (as_int(probe.get("initialDelaySeconds")) or 0, as_int(probe.get("periodSeconds")) or 10,
+            as_int(probe.get("failureThreshold")) or 3)
+
+
 def probe_window_seconds(probe: dict[str, Any]) -> int:
     """How long a probe keeps failing before it acts: initial delay + period x failure threshold."""
-    delay = as_int(probe.get("initialDelaySeconds")) or 0
-    period = as_int(probe.get("periodSeconds")) or 10
-    threshold = as_int(probe.get("failureThreshold")) or 3
+    delay, period, threshold = probe_timing(probe)
     return delay + period * threshold
 
 

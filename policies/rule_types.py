@@ -1,10 +1,29 @@
 """What a rule is: its description (name, what it checks, default enforcement and severity, why it matters, how to fix
 it, its settings), the check function, and what a check reports. Every topic module under ``rules/`` imports this;
 ``registry`` collects their rules.
+
+How a rule is declared: ``@rule`` on its check function takes what is short and typed (name, group, enforcement,
+severity, kinds, settings), and the check's docstring holds the three texts, in this order::
+
+    @rule("readiness-probe", group="Probes and lifecycle", enforcement="mandatory", severity="medium", kinds=...)
+    def readiness_probe(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+        '''The vLLM container has a readinessProbe.
+
+        Why: Without one, the Service sends requests to a pod as soon as the container starts, ...
+
+        Fix: Add readinessProbe: {httpGet: {path: /health, port: <vLLM port>}, periodSeconds: 5}.
+        '''
+
+The description is what the rule checks, ``Why:`` what goes wrong without it, ``Fix:`` the change that satisfies
+it; each is folded onto one line. A docstring that quotes a constant of the package names it as a ``{field}`` and
+passes its value in ``text_values`` (then literal braces are doubled, as in an f-string), so the number has one home.
+A rule whose docstring lacks a part (or a run under ``python -OO``, which drops docstrings) fails at import.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -87,16 +106,34 @@ class Rule:
         return self.check(checked, settings)
 
 
+_TEXT_PARTS = re.compile(r"^(Why|Fix):", re.MULTILINE)
+
+
+def _texts(name: str, doc: str | None, values: Mapping[str, object]) -> tuple[str, str, str]:
+    """(description, why, fix) from a check's docstring, each folded onto one line."""
+    if not doc:
+        raise ValueError(f"rule {name!r}: the check has no docstring (its description, Why: and Fix:)")
+    text = inspect.cleandoc(doc)
+    if values:
+        text = text.format(**values)
+    parts = _TEXT_PARTS.split(text)
+    if len(parts) != 5 or (parts[1], parts[3]) != ("Why", "Fix"):
+        raise ValueError(f"rule {name!r}: the docstring needs a description, then a 'Why:' and a 'Fix:' paragraph")
+    description, why, fix = (" ".join(part.split()) for part in parts[::2])
+    return description, why, fix
+
+
 def rule(
-    name: str, *, group: str, description: str, enforcement: Enforcement, severity: Severity, why: str, fix: str,
-    kinds: Sequence[str], scope: Scope = "resource", settings: Mapping[str, Setting] | None = None,
-    text_filter: Sequence[str] = (),
+    name: str, *, group: str, enforcement: Enforcement, severity: Severity, kinds: Sequence[str],
+    scope: Scope = "resource", settings: Mapping[str, Setting] | None = None, text_filter: Sequence[str] = (),
+    text_values: Mapping[str, object] | None = None,
 ) -> Callable[[Callable[..., Iterable[Violation]]], Rule]:
-    """Make a check function into the Rule ``name`` (texts folded onto one line each). Registering is the
-    registry's: it collects the ``RULES`` tuple of each topic module it lists."""
+    """Make a check function into the Rule ``name``, its texts read from the check's docstring (see the module's
+    docstring). Registering is the registry's: it collects the ``RULES`` tuple of each topic module it lists."""
 
     def make(check: Callable[..., Iterable[Violation]]) -> Rule:
-        return Rule(name, group, " ".join(description.split()), enforcement, severity, " ".join(why.split()),
-                    " ".join(fix.split()), scope, check, tuple(kinds), dict(settings or {}), tuple(text_filter))
+        description, why, fix = _texts(name, check.__doc__, text_values or {})
+        return Rule(name, group, description, enforcement, severity, why, fix, scope, check, tuple(kinds),
+                    dict(settings or {}), tuple(text_filter))
 
     return make

@@ -31,32 +31,38 @@ FLAGS: dict[str, Change] = {
     "shutdown-timeout": Change((0, 18, 0), None, "vllm-project/vllm#34730, re-landed in #36666 (v0.18.0)"),
     "swap-space": Change(None, (0, 18, 0), "removed from EngineArgs by vllm-project/vllm#36216 (v0.18.0)"),
 }
-METRICS: dict[str, Change] = {
+_METRICS_ADDED: dict[str, Change] = {
     "vllm:kv_cache_usage_perc": Change((0, 9, 2), None, "vllm-project/vllm#18354 (v0.9.2)"),
     "vllm:prefix_cache_queries": Change((0, 9, 2), None, "vllm-project/vllm#18354 (v0.9.2)"),
     "vllm:prefix_cache_hits": Change((0, 9, 2), None, "vllm-project/vllm#18354 (v0.9.2)"),
-    "vllm:gpu_cache_usage_perc": Change(
-        None, (0, 11, 0), "deprecated by #18354, hidden in v0.11 by #24245, removed in v0.12 by #29330",
-        replaced_by="vllm:kv_cache_usage_perc (0..1)"),
-    "vllm:gpu_prefix_cache_queries": Change(
-        None, (0, 11, 0), "hidden in v0.11 by #24245, removed by #29330",
-        replaced_by="vllm:prefix_cache_queries"),
-    "vllm:gpu_prefix_cache_hits": Change(
-        None, (0, 11, 0), "hidden in v0.11 by #24245, removed by #29330",
-        replaced_by="vllm:prefix_cache_hits"),
-    "vllm:num_requests_swapped": Change(
-        None, (0, 9, 0), "deprecated in v0.8 (#14136), hidden by #15458, removed by #18837",
-        replaced_by="nothing (no swapping in the V1 engine); use vllm:num_preemptions"),
-    "vllm:cpu_cache_usage_perc": Change(
-        None, (0, 9, 0), "deprecated in v0.8 (#14136), hidden by #15458, removed by #18837",
-        replaced_by="nothing (the V1 engine has no CPU swap space); drop the query"),
-    "vllm:gpu_prefix_cache_hit_rate": Change(
-        None, (0, 9, 0), "hidden by #15458, removed by #18837",
-        replaced_by="rate(vllm:prefix_cache_hits) / rate(vllm:prefix_cache_queries)"),
-    "vllm:time_per_output_token_seconds": Change(
-        None, (0, 12, 0), "deprecated by #24110, hidden by #29330",
-        replaced_by="vllm:request_time_per_output_token_seconds or vllm:inter_token_latency_seconds"),
 }
+_METRICS_GONE: dict[tuple[Version, str], dict[str, str]] = {
+    ((0, 11, 0), "deprecated by #18354, hidden in v0.11 by #24245, removed in v0.12 by #29330"): {
+        "vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc (0..1)",
+    },
+    ((0, 11, 0), "hidden in v0.11 by #24245, removed by #29330"): {
+        "vllm:gpu_prefix_cache_queries": "vllm:prefix_cache_queries",
+        "vllm:gpu_prefix_cache_hits": "vllm:prefix_cache_hits",
+    },
+    ((0, 9, 0), "deprecated in v0.8 (#14136), hidden by #15458, removed by #18837"): {
+        "vllm:num_requests_swapped": "nothing (no swapping in the V1 engine); use vllm:num_preemptions",
+        "vllm:cpu_cache_usage_perc": "nothing (the V1 engine has no CPU swap space); drop the query",
+    },
+    ((0, 9, 0), "hidden by #15458, removed by #18837"): {
+        "vllm:gpu_prefix_cache_hit_rate": "rate(vllm:prefix_cache_hits) / rate(vllm:prefix_cache_queries)",
+    },
+    ((0, 12, 0), "deprecated by #24110, hidden by #29330"): {
+        "vllm:time_per_output_token_seconds": "vllm:request_time_per_output_token_seconds or "
+                                              "vllm:inter_token_latency_seconds",
+    },
+}
+"""Metrics vLLM stopped exporting, grouped by their history (the release that hid them, the pull requests it was
+read from), each with what to query instead."""
+METRICS: dict[str, Change] = {**_METRICS_ADDED, **{
+    name: Change(None, removed, source, replaced_by=replacement)
+    for (removed, source), replacements in _METRICS_GONE.items() for name, replacement in replacements.items()
+}}
+"""Every metric the rules know, in the order docs/policies.md lists them: those added, then those gone."""
 
 ASSUMED_VERSION: Version = parse_version(DEFAULT_VLLM_VERSION)
 """What an image whose tag names no vLLM release is taken to run: the release the package pins."""

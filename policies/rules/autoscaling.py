@@ -32,12 +32,15 @@ def _autoscalers(resources: Sequence[Resource]) -> Iterator[tuple[Resource, Reso
 @rule(
     "no-cpu-autoscaling", group="Autoscaling", enforcement="mandatory", severity="high", scope="stack",
     kinds=("HorizontalPodAutoscaler", "ScaledObject"),
-    description="No HorizontalPodAutoscaler metric or KEDA trigger on cpu or memory targets a vLLM workload.",
-    why="The GPU does the work: a vLLM pod's CPU sits at 5-10% at full load and its memory is fixed at start, so "
-        "CPU/memory autoscaling either never scales or scales on noise. Queue depth is the signal.",
-    fix="Scale with KEDA on vllm:num_requests_waiting (a prometheus trigger), optionally vllm:kv_cache_usage_perc.",
 )
 def no_cpu_autoscaling(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """No HorizontalPodAutoscaler metric or KEDA trigger on cpu or memory targets a vLLM workload.
+
+    Why: The GPU does the work: a vLLM pod's CPU sits at 5-10% at full load and its memory is fixed at start, so
+    CPU/memory autoscaling either never scales or scales on noise. Queue depth is the signal.
+
+    Fix: Scale with KEDA on vllm:num_requests_waiting (a prometheus trigger), optionally vllm:kv_cache_usage_perc.
+    """
     for autoscaler, target in _autoscalers(resources):
         if autoscaler.kind == "ScaledObject":
             for i, trigger in enumerate(sequence(autoscaler.spec.get("triggers"))):
@@ -61,16 +64,18 @@ def no_cpu_autoscaling(resources: Sequence[Resource], settings: Mapping[str, Any
 @rule(
     "autoscaler-cooldown", group="Autoscaling", enforcement="mandatory", severity="medium", scope="stack",
     kinds=("ScaledObject", "HorizontalPodAutoscaler"),
-    description="An autoscaler of a vLLM workload waits at least max(120 s, the target's "
-                "terminationGracePeriodSeconds) before scaling down: the HPA scale-down stabilization window "
-                "(default 300), and KEDA's cooldownPeriod (default 300) when the ScaledObject scales to zero (KEDA "
-                "applies cooldownPeriod only then: minReplicaCount 0 or idleReplicaCount set).",
-    why="Removing replicas faster than a drain takes cuts long generations, and flapping costs a model load (minutes) "
-        "for every replica re-added.",
-    fix="Raise cooldownPeriod / behavior.scaleDown.stabilizationWindowSeconds to the number in the message.",
     settings={"min_cooldown_seconds": Setting(MIN_COOLDOWN_SECONDS, "Floor for the scale-down delay.")},
 )
 def autoscaler_cooldown(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """An autoscaler of a vLLM workload waits at least max(120 s, the target's terminationGracePeriodSeconds) before
+    scaling down: the HPA scale-down stabilization window (default 300), and KEDA's cooldownPeriod (default 300) when
+    the ScaledObject scales to zero (KEDA applies cooldownPeriod only then: minReplicaCount 0 or idleReplicaCount set).
+
+    Why: Removing replicas faster than a drain takes cuts long generations, and flapping costs a model load (minutes)
+    for every replica re-added.
+
+    Fix: Raise cooldownPeriod / behavior.scaleDown.stabilizationWindowSeconds to the number in the message.
+    """
     floor = int(settings.get("min_cooldown_seconds", MIN_COOLDOWN_SECONDS))
     for autoscaler, target in _autoscalers(resources):
         grace = max((t.grace_seconds for t in serving_templates(target)), default=30)

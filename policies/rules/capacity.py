@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from vllm_pulumi.policies.facts import capacity_plan
+from vllm_pulumi.policies.facts import PlanResult, capacity_plan
 from vllm_pulumi.policies.kinds import SERVING_KINDS
 from vllm_pulumi.policies.pods import env_by_name
 from vllm_pulumi.policies.rule_types import Rule, Violation, cannot_check, rule
@@ -22,6 +22,13 @@ def _allows_long_context(container: dict[str, Any]) -> bool:
     return str(value).strip().lower() in ("1", "true")
 
 
+def _unplanned(result: PlanResult, what: str) -> Iterator[Violation]:
+    """The "cannot check" finding of a server the planner has no plan for; none when it refused the settings outright
+    (an invalid TP size: the GPU rules report that)."""
+    if not result.refused:
+        yield cannot_check(what, result.problem)
+
+
 def _capacity_fix(server: Server, estimated_max_model_len: int) -> str:
     """Only the remedies the manifest does not already use."""
     steps = [f"set --max-model-len={estimated_max_model_len} or less"]
@@ -31,20 +38,20 @@ def _capacity_fix(server: Server, estimated_max_model_len: int) -> str:
     return ", ".join(steps[:-1]) + ", or " + steps[-1]
 
 
-@rule(
-    "kv-cache-fits", group="Capacity", enforcement="mandatory", severity="high", kinds=SERVING_KINDS,
-    description="With the model, GPU and engine flags, the KV cache holds at least one --max-model-len sequence "
-                "(runtime.planner.plan_capacity), and max-model-len is within the model's context.",
-    why="vLLM refuses to start when the KV cache cannot hold one full-length sequence; the pod crash-loops after "
-        "every load.",
-    fix="Lower --max-model-len, use --kv-cache-dtype=fp8, or add GPUs (tensor parallelism).",
-)
+@rule("kv-cache-fits", group="Capacity", enforcement="mandatory", severity="high", kinds=SERVING_KINDS)
 def kv_cache_fits(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """With the model, GPU and engine flags, the KV cache holds at least one --max-model-len sequence
+    (runtime.planner.plan_capacity), and max-model-len is within the model's context.
+
+    Why: vLLM refuses to start when the KV cache cannot hold one full-length sequence; the pod crash-loops after every
+    load.
+
+    Fix: Lower --max-model-len, use --kv-cache-dtype=fp8, or add GPUs (tensor parallelism).
+    """
     for server in res.servers:
         result = capacity_plan(server)
         if result.plan is None:
-            if not result.refused:
-                yield cannot_check("KV-cache capacity", result.problem)
+            yield from _unplanned(result, "KV-cache capacity")
             continue
         plan = result.plan
         model = server.model
@@ -72,21 +79,21 @@ def kv_cache_fits(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violat
 
 
 
-@rule(
-    "kv-cache-concurrency", group="Capacity", enforcement="advisory", severity="low", kinds=SERVING_KINDS,
-    description="When --max-num-seqs is set, the KV cache holds that many sequences at --max-model-len.",
-    why="Sequences beyond what the cache holds wait or get preempted (recomputed), so the configured batch size is "
-        "never reached at full length and latency grows.",
-    fix="Lower --max-num-seqs to the number in the message, or add KV cache (fp8, more GPUs).",
-)
+@rule("kv-cache-concurrency", group="Capacity", enforcement="advisory", severity="low", kinds=SERVING_KINDS)
 def kv_cache_concurrency(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """When --max-num-seqs is set, the KV cache holds that many sequences at --max-model-len.
+
+    Why: Sequences beyond what the cache holds wait or get preempted (recomputed), so the configured batch size is never
+    reached at full length and latency grows.
+
+    Fix: Lower --max-num-seqs to the number in the message, or add KV cache (fp8, more GPUs).
+    """
     for server in res.servers:
         if not server.command.has("max-num-seqs"):
             continue
         result = capacity_plan(server)
         if result.plan is None:
-            if not result.refused:
-                yield cannot_check("KV-cache concurrency", result.problem)
+            yield from _unplanned(result, "KV-cache concurrency")
             continue
         plan = result.plan
         if plan.fits and plan.max_full_length_sequences < plan.max_num_seqs:

@@ -14,15 +14,17 @@ from vllm_pulumi.policies.workload import Resource
 @rule(
     "vllm-workload-readable", group="Coverage", enforcement="advisory", severity="low", kinds=(ANY_KIND,),
     text_filter=("vllm", "VLLM"),
-    description="Every vLLM workload is one the checker can read: a vLLM container in a kind it does not know (another "
-                "operator's custom resource), or a known kind whose vLLM engine flags are not in the manifest (Ray "
-                "Serve apps, KServe's controller-filled containers, custom entrypoints), is reported as 'cannot "
-                "check' naming the kind.",
-    why="Without this an unchecked workload looks exactly like a clean one: 0 findings, exit 0.",
-    fix="Check what the operator renders (kubectl get pods -o yaml | vllm-pulumi-check -), or run vLLM with `vllm "
-        "serve` flags in a Deployment or LeaderWorkerSet.",
 )
 def vllm_workload_readable(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """Every vLLM workload is one the checker can read: a vLLM container in a kind it does not know (another operator's
+    custom resource), or a known kind whose vLLM engine flags are not in the manifest (Ray Serve apps, KServe's
+    controller-filled containers, custom entrypoints), is reported as 'cannot check' naming the kind.
+
+    Why: Without this an unchecked workload looks exactly like a clean one: 0 findings, exit 0.
+
+    Fix: Check what the operator renders (kubectl get pods -o yaml | vllm-pulumi-check -), or run vLLM with `vllm serve`
+    flags in a Deployment or LeaderWorkerSet.
+    """
     if res.kind in NON_WORKLOAD_KINDS:
         return
     if res.kind in POD_KINDS:

@@ -17,13 +17,16 @@ from vllm_pulumi.runtime.vocabulary import LWS_NAME_LABEL
 @rule(
     "pdb-allows-eviction", group="Rollout", enforcement="advisory", severity="medium", scope="stack",
     kinds=("PodDisruptionBudget", *PLAIN_SERVING_KINDS),
-    description="A PodDisruptionBudget over vLLM pods allows at least one eviction: maxUnavailable above 0, or "
-                "minAvailable below the replicas.",
-    why="A budget that allows no eviction blocks every node drain (cluster upgrades, scale-in of GPU nodes) until "
-        "someone deletes it by hand.",
-    fix="Use maxUnavailable: 1 (with unhealthyPodEvictionPolicy: AlwaysAllow).",
 )
 def pdb_allows_eviction(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """A PodDisruptionBudget over vLLM pods allows at least one eviction: maxUnavailable above 0, or minAvailable below
+    the replicas.
+
+    Why: A budget that allows no eviction blocks every node drain (cluster upgrades, scale-in of GPU nodes) until
+    someone deletes it by hand.
+
+    Fix: Use maxUnavailable: 1 (with unhealthyPodEvictionPolicy: AlwaysAllow).
+    """
     if not any(r.kind == "PodDisruptionBudget" for r in resources):
         return
     for workload in resources:
@@ -87,18 +90,21 @@ def _serving_selector_hint(workload: Resource, other_labels: Mapping[str, str]) 
 @rule(
     "pdb-selects-scalable-pods", group="Rollout", enforcement="mandatory", severity="high", scope="stack",
     kinds=("PodDisruptionBudget", "Deployment", "StatefulSet", "LeaderWorkerSet", *_UNSCALABLE_KINDS),
-    description="A PodDisruptionBudget with maxUnavailable or a percentage minAvailable that covers vLLM pods selects "
-                "no pod of a Job, a CronJob, a DaemonSet or a bare Pod in its namespace.",
-    why="With maxUnavailable or a percentage minAvailable the disruption controller sizes the budget from the scale "
-        "of every selected pod's controller. A Job (a model download keeps its Succeeded pod) or a DaemonSet has no "
-        "scale, so the budget is never computed, disruptionsAllowed stays 0 and every eviction of the vLLM pods is "
-        "refused: kubectl drain, cluster upgrades and GPU node scale-in hang. A bare Pod has no controller: it is "
-        "left out of the count and the budget's status is wrong. A shared name/instance label pair is the usual "
-        "cause. An integer minAvailable counts pods and needs no scale.",
-    fix="Narrow the budget's selector to the serving pods: the Deployment's own selector (e.g. add "
-        "app.kubernetes.io/component: server), or leaderworkerset.sigs.k8s.io/name for a LeaderWorkerSet.",
 )
 def pdb_selects_scalable_pods(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """A PodDisruptionBudget with maxUnavailable or a percentage minAvailable that covers vLLM pods selects no pod of a
+    Job, a CronJob, a DaemonSet or a bare Pod in its namespace.
+
+    Why: With maxUnavailable or a percentage minAvailable the disruption controller sizes the budget from the scale of
+    every selected pod's controller. A Job (a model download keeps its Succeeded pod) or a DaemonSet has no scale, so
+    the budget is never computed, disruptionsAllowed stays 0 and every eviction of the vLLM pods is refused: kubectl
+    drain, cluster upgrades and GPU node scale-in hang. A bare Pod has no controller: it is left out of the count and
+    the budget's status is wrong. A shared name/instance label pair is the usual cause. An integer minAvailable counts
+    pods and needs no scale.
+
+    Fix: Narrow the budget's selector to the serving pods: the Deployment's own selector (e.g. add
+    app.kubernetes.io/component: server), or leaderworkerset.sigs.k8s.io/name for a LeaderWorkerSet.
+    """
     if not any(r.kind == "PodDisruptionBudget" for r in resources):
         return
     # Budgets that need scales, each with the first vLLM workload it covers.

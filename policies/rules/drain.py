@@ -14,14 +14,15 @@ from vllm_pulumi.policies.workload import Resource
 from vllm_pulumi.runtime.spec.engine import DEFAULT_VLLM_VERSION
 
 
-@rule(
-    "shutdown-timeout", group="Drain", enforcement="mandatory", severity="high", kinds=SERVING_KINDS,
-    description="vLLM runs with --shutdown-timeout N, N > 0.",
-    why="vLLM 0.33's default --shutdown-timeout is 0: on SIGTERM it aborts every in-flight request. Every rollout "
-        "and scale-down then truncates answers. (The old --disable-graceful-shutdown flag no longer exists.)",
-    fix="Add --shutdown-timeout=90 (seconds in-flight requests get to finish) and size the grace period to it.",
-)
+@rule("shutdown-timeout", group="Drain", enforcement="mandatory", severity="high", kinds=SERVING_KINDS)
 def shutdown_timeout(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """vLLM runs with --shutdown-timeout N, N > 0.
+
+    Why: vLLM 0.33's default --shutdown-timeout is 0: on SIGTERM it aborts every in-flight request. Every rollout and
+    scale-down then truncates answers. (The old --disable-graceful-shutdown flag no longer exists.)
+
+    Fix: Add --shutdown-timeout=90 (seconds in-flight requests get to finish) and size the grace period to it.
+    """
     for server in res.servers:
         value = server.command.int_flag("shutdown-timeout", 0)
         if value is None:
@@ -44,16 +45,19 @@ def shutdown_timeout(res: Resource, settings: Mapping[str, Any]) -> Iterator[Vio
 
 @rule(
     "grace-covers-drain", group="Drain", enforcement="mandatory", severity="high", kinds=SERVING_KINDS,
-    description="terminationGracePeriodSeconds >= preStop sleep + vLLM --shutdown-timeout + a margin.",
-    why="Kubernetes sends SIGKILL when the grace period ends, counted from the start of the preStop hook. If preStop "
-        "plus vLLM's drain do not fit, the drain is cut short and answers are lost anyway.",
-    fix="Raise terminationGracePeriodSeconds to preStop + shutdown timeout + margin.",
     settings={
         "margin_seconds": Setting(10, "Slack between the end of the drain and SIGKILL."),
         "min_grace_seconds": Setting(0, "A floor for terminationGracePeriodSeconds (0: only the drain arithmetic)."),
     },
 )
 def grace_covers_drain(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """terminationGracePeriodSeconds >= preStop sleep + vLLM --shutdown-timeout + a margin.
+
+    Why: Kubernetes sends SIGKILL when the grace period ends, counted from the start of the preStop hook. If preStop
+    plus vLLM's drain do not fit, the drain is cut short and answers are lost anyway.
+
+    Fix: Raise terminationGracePeriodSeconds to preStop + shutdown timeout + margin.
+    """
     margin = int(settings.get("margin_seconds", 10))
     floor = int(settings.get("min_grace_seconds", 0))
     for server in res.servers:

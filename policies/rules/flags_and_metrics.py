@@ -22,12 +22,14 @@ _REMOVED_METRIC = re.compile("|".join(re.escape(name) for name in REMOVED_METRIC
 
 @rule(
     "removed-vllm-flags", group="vLLM flags and metrics", enforcement="mandatory", severity="high", kinds=SERVING_KINDS,
-    description="No vLLM flag that vLLM 0.33's parser rejects (runtime.engine.REMOVED_FLAGS, e.g. "
-                "--disable-graceful-shutdown).",
-    why="vLLM exits at argument parsing, so every pod crash-loops; these flags come from older guides.",
-    fix="Drop the flag; the message says what replaced it.",
 )
 def removed_vllm_flags(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """No vLLM flag that vLLM 0.33's parser rejects (runtime.engine.REMOVED_FLAGS, e.g. --disable-graceful-shutdown).
+
+    Why: vLLM exits at argument parsing, so every pod crash-loops; these flags come from older guides.
+
+    Fix: Drop the flag; the message says what replaced it.
+    """
     for server in res.servers:
         version = server.version
         for flag in dict.fromkeys(server.command.flag_names):
@@ -52,13 +54,16 @@ def _removed_metrics(text: str) -> list[str]:
 @rule(
     "removed-vllm-metrics", group="vLLM flags and metrics", enforcement="mandatory", severity="medium",
     kinds=("ScaledObject", "PrometheusRule", "ConfigMap"), text_filter=tuple(REMOVED_METRICS),
-    description="KEDA queries, alert rules and dashboards do not use metrics vLLM 0.33 no longer exports "
-                "(vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds, ...).",
-    why="A query on a metric that no longer exists returns nothing: the autoscaler never scales, the alert never "
-        "fires, the panel stays empty, and nothing reports an error.",
-    fix="Use the vLLM 0.33 name given in the message (vllm:kv_cache_usage_perc for KV-cache use).",
 )
 def removed_vllm_metrics(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """KEDA queries, alert rules and dashboards do not use metrics vLLM 0.33 no longer exports
+    (vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds, ...).
+
+    Why: A query on a metric that no longer exists returns nothing: the autoscaler never scales, the alert never fires,
+    the panel stays empty, and nothing reports an error.
+
+    Fix: Use the vLLM 0.33 name given in the message (vllm:kv_cache_usage_perc for KV-cache use).
+    """
     texts: list[tuple[str, str]] = []
     if res.kind == "ScaledObject":
         for i, trigger in enumerate(sequence(res.spec.get("triggers"))):

@@ -15,14 +15,15 @@ from vllm_pulumi.runtime.planning.parallelism import tensor_parallel_problems, v
 from vllm_pulumi.runtime.vocabulary import EFA_RESOURCE, GPU_RESOURCE, OTHER_ACCELERATOR_RESOURCES
 
 
-@rule(
-    "gpu-requests-equal-limits", group="GPUs", enforcement="mandatory", severity="medium", kinds=POD_KINDS,
-    description="Containers that request nvidia.com/gpu set the same number as limit.",
-    why="GPUs are an extended resource: Kubernetes rejects a request without a limit or different from it, and the "
-        "device plugin allocates by the limit.",
-    fix="Set resources.limits.nvidia.com/gpu equal to resources.requests.nvidia.com/gpu (or set only the limit).",
-)
+@rule("gpu-requests-equal-limits", group="GPUs", enforcement="mandatory", severity="medium", kinds=POD_KINDS)
 def gpu_requests_equal_limits(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """Containers that request nvidia.com/gpu set the same number as limit.
+
+    Why: GPUs are an extended resource: Kubernetes rejects a request without a limit or different from it, and the
+    device plugin allocates by the limit.
+
+    Fix: Set resources.limits.nvidia.com/gpu equal to resources.requests.nvidia.com/gpu (or set only the limit).
+    """
     for template in res.templates:
         for container in template.all_containers:
             requests = mapping(mapping(container.get("resources")).get("requests"))
@@ -47,15 +48,16 @@ def other_accelerator(template: PodTemplate) -> str | None:
     return None
 
 
-@rule(
-    "gpus-match-parallelism", group="GPUs", enforcement="mandatory", severity="high", kinds=SERVING_KINDS,
-    description="The GPUs of a replica equal TP x PP (x DP): the vLLM container's nvidia.com/gpu limit for one pod; "
-                "leader + (size - 1) x worker GPUs for a LeaderWorkerSet.",
-    why="vLLM starts one worker per GPU of TP x PP; with fewer GPUs it fails at start, with more the extra GPUs sit "
-        "idle and are paid for.",
-    fix="Make nvidia.com/gpu (x LWS size) equal to --tensor-parallel-size x --pipeline-parallel-size.",
-)
+@rule("gpus-match-parallelism", group="GPUs", enforcement="mandatory", severity="high", kinds=SERVING_KINDS)
 def gpus_match_parallelism(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """The GPUs of a replica equal TP x PP (x DP): the vLLM container's nvidia.com/gpu limit for one pod; leader + (size
+    - 1) x worker GPUs for a LeaderWorkerSet.
+
+    Why: vLLM starts one worker per GPU of TP x PP; with fewer GPUs it fails at start, with more the extra GPUs sit idle
+    and are paid for.
+
+    Fix: Make nvidia.com/gpu (x LWS size) equal to --tensor-parallel-size x --pipeline-parallel-size.
+    """
     if res.kind in ("ServingRuntime", "ClusterServingRuntime"):
         return  # a runtime is a template: the InferenceService that uses it sets the resources
     for server in res.servers:
@@ -91,15 +93,16 @@ def gpus_match_parallelism(res: Resource, settings: Mapping[str, Any]) -> Iterat
             )
 
 
-@rule(
-    "tensor-parallel-divides-heads", group="GPUs", enforcement="mandatory", severity="high", kinds=SERVING_KINDS,
-    description="--tensor-parallel-size divides the model's attention heads (and KV heads and MLP width), as vLLM "
-                "requires (runtime.parallelism).",
-    why="vLLM refuses such a size at startup, after the pod was scheduled and the weights were read; e.g. Llama 3 "
-        "70B with TP 5 (64 heads) never starts.",
-    fix="Pick a tensor-parallel size from the valid list in the message.",
-)
+@rule("tensor-parallel-divides-heads", group="GPUs", enforcement="mandatory", severity="high", kinds=SERVING_KINDS)
 def tensor_parallel_divides_heads(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """--tensor-parallel-size divides the model's attention heads (and KV heads and MLP width), as vLLM requires
+    (runtime.parallelism).
+
+    Why: vLLM refuses such a size at startup, after the pod was scheduled and the weights were read; e.g. Llama 3 70B
+    with TP 5 (64 heads) never starts.
+
+    Fix: Pick a tensor-parallel size from the valid list in the message.
+    """
     for server in res.servers:
         tp = server.tensor_parallel_size
         if tp is None or tp == 1:
@@ -114,14 +117,15 @@ def tensor_parallel_divides_heads(res: Resource, settings: Mapping[str, Any]) ->
                             f"use --tensor-parallel-size one of {', '.join(map(str, valid))}")
 
 
-@rule(
-    "tensor-parallel-interconnect", group="GPUs", enforcement="advisory", severity="medium", kinds=SERVING_KINDS,
-    description="Tensor parallelism inside a pod runs on GPUs linked by NVLink, not PCIe only.",
-    why="TP all-reduces activations at every layer; over PCIe this dominates the step time (about 3x lower "
-        "throughput than expected).",
-    fix="Use NVLink/NVSwitch GPUs for TP > 1, or pipeline parallelism, or fewer GPUs per replica.",
-)
+@rule("tensor-parallel-interconnect", group="GPUs", enforcement="advisory", severity="medium", kinds=SERVING_KINDS)
 def tensor_parallel_interconnect(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """Tensor parallelism inside a pod runs on GPUs linked by NVLink, not PCIe only.
+
+    Why: TP all-reduces activations at every layer; over PCIe this dominates the step time (about 3x lower throughput
+    than expected).
+
+    Fix: Use NVLink/NVSwitch GPUs for TP > 1, or pipeline parallelism, or fewer GPUs per replica.
+    """
     for server in res.servers:
         tp = server.tensor_parallel_size or 1
         if tp == 1:
@@ -139,18 +143,19 @@ def _efa_devices(template: PodTemplate) -> int:
                for c in template.containers)
 
 
-@rule(
-    "tensor-parallel-across-nodes", group="GPUs", enforcement="advisory", severity="medium", kinds=SERVING_KINDS,
-    description="A LeaderWorkerSet's --tensor-parallel-size fits the GPUs of one pod (one node): tensor parallelism "
-                "does not span nodes; when it must, the pods request the node's EFA devices (vpc.amazonaws.com/efa).",
-    why="Tensor parallelism all-reduces activations at every layer. Inside a node that runs over NVLink (hundreds of "
-        "GB/s); across nodes it runs over the network, a fraction of that even with EFA, and over TCP sockets "
-        "without it (the pods request no EFA devices, or the image lacks the AWS OFI NCCL plugin).",
-    fix="Keep --tensor-parallel-size within one node's GPUs and use --pipeline-parallel-size across nodes; if TP must "
-        "span nodes, run on EFA nodes, request every vpc.amazonaws.com/efa device of the node and use an image with "
-        "libfabric and the AWS OFI NCCL plugin (the spec's efa_image).",
-)
+@rule("tensor-parallel-across-nodes", group="GPUs", enforcement="advisory", severity="medium", kinds=SERVING_KINDS)
 def tensor_parallel_across_nodes(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """A LeaderWorkerSet's --tensor-parallel-size fits the GPUs of one pod (one node): tensor parallelism does not span
+    nodes; when it must, the pods request the node's EFA devices (vpc.amazonaws.com/efa).
+
+    Why: Tensor parallelism all-reduces activations at every layer. Inside a node that runs over NVLink (hundreds of
+    GB/s); across nodes it runs over the network, a fraction of that even with EFA, and over TCP sockets without it (the
+    pods request no EFA devices, or the image lacks the AWS OFI NCCL plugin).
+
+    Fix: Keep --tensor-parallel-size within one node's GPUs and use --pipeline-parallel-size across nodes; if TP must
+    span nodes, run on EFA nodes, request every vpc.amazonaws.com/efa device of the node and use an image with libfabric
+    and the AWS OFI NCCL plugin (the spec's efa_image).
+    """
     if not res.is_lws or (res.lws_size or 1) == 1:
         return
     for server in res.servers:

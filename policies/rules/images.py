@@ -12,14 +12,15 @@ from vllm_pulumi.policies.workload import Resource
 from vllm_pulumi.runtime.spec.engine import MIN_VLLM_VERSION, parse_version
 
 
-@rule(
-    "image-pinned", group="Images", enforcement="mandatory", severity="medium", kinds=POD_KINDS,
-    description="Every container image has a version tag or a digest, never none or :latest.",
-    why="An unpinned image changes under a running deployment: a node that pulls later runs another vLLM with other "
-        "flags, defaults and metrics than the ones these rules checked.",
-    fix="Pin the image, e.g. vllm/vllm-openai:v0.33.0 (or @sha256:...).",
-)
+@rule("image-pinned", group="Images", enforcement="mandatory", severity="medium", kinds=POD_KINDS)
 def image_pinned(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """Every container image has a version tag or a digest, never none or :latest.
+
+    Why: An unpinned image changes under a running deployment: a node that pulls later runs another vLLM with other
+    flags, defaults and metrics than the ones these rules checked.
+
+    Fix: Pin the image, e.g. vllm/vllm-openai:v0.33.0 (or @sha256:...).
+    """
     for template in res.templates:
         for container in template.all_containers:
             image = container.get("image")
@@ -39,15 +40,16 @@ def image_pinned(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violati
                                 "use a version tag or a digest")
 
 
-@rule(
-    "vllm-image-version", group="Images", enforcement="advisory", severity="low", kinds=SERVING_KINDS,
-    description="The vllm/vllm-openai image is v0.33 or newer, the release these rules (flags, defaults, metric "
-                "names) are written for.",
-    why="Older releases lack --shutdown-timeout and export other metric names, so drain and autoscaling settings "
-        "that pass here behave differently.",
-    fix="Use vllm/vllm-openai:v0.33.0 or newer.",
-)
+@rule("vllm-image-version", group="Images", enforcement="advisory", severity="low", kinds=SERVING_KINDS)
 def vllm_image_version(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """The vllm/vllm-openai image is v0.33 or newer, the release these rules (flags, defaults, metric names) are written
+    for.
+
+    Why: Older releases lack --shutdown-timeout and export other metric names, so drain and autoscaling settings that
+    pass here behave differently.
+
+    Fix: Use vllm/vllm-openai:v0.33.0 or newer.
+    """
     for server in res.servers:
         image = server.container.get("image")
         if not isinstance(image, str):

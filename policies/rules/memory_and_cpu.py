@@ -29,16 +29,17 @@ def _shm_problem(template: PodTemplate, container: dict[str, Any]) -> str | None
     return "no /dev/shm mount (the container runtime gives 64 MiB)"
 
 
-@rule(
-    "dev-shm-memory", group="Memory and CPU", enforcement="mandatory", severity="high", kinds=SERVING_KINDS,
-    description="When a replica uses more than one GPU (TP or PP > 1, or a multi-node LeaderWorkerSet), the vLLM "
-                "containers mount a memory-backed emptyDir at /dev/shm.",
-    why="vLLM's worker processes and NCCL exchange data through shared memory; the container runtime's 64 MiB "
-        "/dev/shm makes the engine crash on the first large batch.",
-    fix="Add volume {name: shm, emptyDir: {medium: Memory, sizeLimit: <1 GiB + 2 GiB per extra GPU>} } mounted at "
-        "/dev/shm.",
-)
+@rule("dev-shm-memory", group="Memory and CPU", enforcement="mandatory", severity="high", kinds=SERVING_KINDS)
 def dev_shm_memory(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """When a replica uses more than one GPU (TP or PP > 1, or a multi-node LeaderWorkerSet), the vLLM containers mount
+    a memory-backed emptyDir at /dev/shm.
+
+    Why: vLLM's worker processes and NCCL exchange data through shared memory; the container runtime's 64 MiB /dev/shm
+    makes the engine crash on the first large batch.
+
+    Fix: Add volume {name: shm, emptyDir: {medium: Memory, sizeLimit: <1 GiB + 2 GiB per extra GPU>} } mounted at
+    /dev/shm.
+    """
     checked: set[int] = set()
     multi_node = res.is_lws and (res.lws_size or 1) > 1
     for server in res.servers:
@@ -79,12 +80,15 @@ def shm_size_limit(template: PodTemplate, container: dict[str, Any]) -> tuple[st
 
 @rule(
     "memory-limit-covers-shm", group="Memory and CPU", enforcement="mandatory", severity="medium", kinds=SERVING_KINDS,
-    description="When the vLLM container has a memory limit, it is larger than its memory-backed /dev/shm sizeLimit.",
-    why="A memory-backed emptyDir is charged to the pod's memory: with a limit at or below the /dev/shm size, "
-        "filling shared memory (NCCL, worker IPC) gets the container OOM-killed instead of hitting the size limit.",
-    fix="Raise resources.limits.memory above the /dev/shm sizeLimit plus the server's own memory, or drop the limit.",
 )
 def memory_limit_covers_shm(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """When the vLLM container has a memory limit, it is larger than its memory-backed /dev/shm sizeLimit.
+
+    Why: A memory-backed emptyDir is charged to the pod's memory: with a limit at or below the /dev/shm size, filling
+    shared memory (NCCL, worker IPC) gets the container OOM-killed instead of hitting the size limit.
+
+    Fix: Raise resources.limits.memory above the /dev/shm sizeLimit plus the server's own memory, or drop the limit.
+    """
     for server in res.servers:
         written_limit = mapping(mapping(server.container.get("resources")).get("limits")).get("memory")
         limit = parse_quantity(written_limit)
@@ -97,14 +101,15 @@ def memory_limit_covers_shm(res: Resource, settings: Mapping[str, Any]) -> Itera
                             "raise resources.limits.memory well above the /dev/shm size, or remove the limit")
 
 
-@rule(
-    "no-cpu-limit", group="Memory and CPU", enforcement="advisory", severity="low", kinds=SERVING_KINDS,
-    description="The vLLM container sets no CPU limit (a CPU request only).",
-    why="vLLM's scheduler, tokenizer and HTTP server run on the CPU between GPU steps; CFS throttling under a CPU "
-        "limit stalls the engine loop and shows up as latency spikes while the GPU idles.",
-    fix="Remove resources.limits.cpu and keep a CPU request sized for the GPUs (4 + 2 per GPU).",
-)
+@rule("no-cpu-limit", group="Memory and CPU", enforcement="advisory", severity="low", kinds=SERVING_KINDS)
 def no_cpu_limit(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """The vLLM container sets no CPU limit (a CPU request only).
+
+    Why: vLLM's scheduler, tokenizer and HTTP server run on the CPU between GPU steps; CFS throttling under a CPU limit
+    stalls the engine loop and shows up as latency spikes while the GPU idles.
+
+    Fix: Remove resources.limits.cpu and keep a CPU request sized for the GPUs (4 + 2 per GPU).
+    """
     for server in res.servers:
         limit = mapping(mapping(server.container.get("resources")).get("limits")).get("cpu")
         if limit is not None:
@@ -114,13 +119,17 @@ def no_cpu_limit(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violati
 
 @rule(
     "gpu-memory-utilization", group="Memory and CPU", enforcement="mandatory", severity="medium", kinds=SERVING_KINDS,
-    description=f"--gpu-memory-utilization is at most {MAX_SAFE_GPU_MEMORY_UTILIZATION}.",
-    why=f"vLLM takes this share of GPU memory up front; above {MAX_SAFE_GPU_MEMORY_UTILIZATION} nothing is left for allocator fragmentation, "
-        "NCCL and CUDA graph buffers that grow later, and the engine runs out of memory under load.",
-    fix=f"Use 0.90-{MAX_SAFE_GPU_MEMORY_UTILIZATION} (vLLM 0.33 defaults to {DEFAULT_GPU_MEMORY_UTILIZATION}).",
     settings={"max": Setting(MAX_SAFE_GPU_MEMORY_UTILIZATION, "Largest allowed --gpu-memory-utilization.")},
+    text_values={"max_safe": MAX_SAFE_GPU_MEMORY_UTILIZATION, "default": DEFAULT_GPU_MEMORY_UTILIZATION},
 )
 def gpu_memory_utilization(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """--gpu-memory-utilization is at most {max_safe}.
+
+    Why: vLLM takes this share of GPU memory up front; above {max_safe} nothing is left for allocator fragmentation,
+    NCCL and CUDA graph buffers that grow later, and the engine runs out of memory under load.
+
+    Fix: Use 0.90-{max_safe} (vLLM 0.33 defaults to {default}).
+    """
     limit = float(settings.get("max", MAX_SAFE_GPU_MEMORY_UTILIZATION))
     for server in res.servers:
         value = as_float(server.command.value("gpu-memory-utilization"))

@@ -13,14 +13,15 @@ from vllm_pulumi.policies.vllm_command import is_vllm_image
 from vllm_pulumi.policies.workload import Resource
 
 
-@rule(
-    "lws-restart-policy", group="Multi-node", enforcement="mandatory", severity="high", kinds=("LeaderWorkerSet",),
-    description="A multi-node LeaderWorkerSet (size > 1) uses restartPolicy RecreateGroupOnPodRestart (the default).",
-    why="A vLLM replica spread over pods is one Ray/NCCL group: when one pod restarts, the others hang on collectives "
-        "forever unless the whole group is recreated.",
-    fix="Set spec.leaderWorkerTemplate.restartPolicy: RecreateGroupOnPodRestart (or remove it).",
-)
+@rule("lws-restart-policy", group="Multi-node", enforcement="mandatory", severity="high", kinds=("LeaderWorkerSet",))
 def lws_restart_policy(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """A multi-node LeaderWorkerSet (size > 1) uses restartPolicy RecreateGroupOnPodRestart (the default).
+
+    Why: A vLLM replica spread over pods is one Ray/NCCL group: when one pod restarts, the others hang on collectives
+    forever unless the whole group is recreated.
+
+    Fix: Set spec.leaderWorkerTemplate.restartPolicy: RecreateGroupOnPodRestart (or remove it).
+    """
     if not res.is_lws or (res.lws_size or 2) <= 1:
         return
     policy = mapping(res.spec.get("leaderWorkerTemplate")).get("restartPolicy", "RecreateGroupOnPodRestart")
@@ -32,14 +33,17 @@ def lws_restart_policy(res: Resource, settings: Mapping[str, Any]) -> Iterator[V
 @rule(
     "lws-workers-outlive-drain", group="Multi-node", enforcement="mandatory", severity="high",
     kinds=("LeaderWorkerSet",),
-    description="In a multi-node LeaderWorkerSet, the worker pods keep running while the leader drains: their preStop "
-                "sleep covers the leader's preStop + --shutdown-timeout, and their grace period covers that sleep.",
-    why="When a group is deleted every pod gets SIGTERM at once; workers that stop Ray right away take the model's "
-        "other shards with them, so the leader's drain fails every in-flight request anyway.",
-    fix="Give the worker containers preStop: {sleep: {seconds: <leader preStop + shutdown timeout>}} and a "
-        "terminationGracePeriodSeconds above it.",
 )
 def lws_workers_outlive_drain(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """In a multi-node LeaderWorkerSet, the worker pods keep running while the leader drains: their preStop sleep covers
+    the leader's preStop + --shutdown-timeout, and their grace period covers that sleep.
+
+    Why: When a group is deleted every pod gets SIGTERM at once; workers that stop Ray right away take the model's other
+    shards with them, so the leader's drain fails every in-flight request anyway.
+
+    Fix: Give the worker containers preStop: {sleep: {seconds: <leader preStop + shutdown timeout>}} and a
+    terminationGracePeriodSeconds above it.
+    """
     if not res.is_lws or (res.lws_size or 2) <= 1:
         return
     leaders = [s for s in res.servers if s.template.role == "leader"]

@@ -35,16 +35,19 @@ def _rule_admits(item: Mapping[str, Any], namespaces: Sequence[str], own_namespa
 @rule(
     "network-policy-admits-prometheus", group="Observability", enforcement="advisory", severity="medium",
     scope="stack", kinds=("NetworkPolicy", *PLAIN_SERVING_KINDS),
-    description="When NetworkPolicies isolate the vLLM pods, one of them admits Prometheus (its namespaces, a "
-                "setting) on the vLLM port, where /metrics is served.",
-    why="An ingress policy that lists only the client namespaces silently cuts Prometheus off: dashboards go empty "
-        "and KEDA, which scales on those metrics, stops scaling.",
-    fix="Add an ingress rule from the Prometheus namespace (namespaceSelector on kubernetes.io/metadata.name) to the "
-        "vLLM port.",
     settings={"prometheus_namespaces": Setting(["monitoring"], "Namespaces Prometheus scrapes from.")},
 )
 def network_policy_admits_prometheus(resources: Sequence[Resource],
                                      settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """When NetworkPolicies isolate the vLLM pods, one of them admits Prometheus (its namespaces, a setting) on the vLLM
+    port, where /metrics is served.
+
+    Why: An ingress policy that lists only the client namespaces silently cuts Prometheus off: dashboards go empty and
+    KEDA, which scales on those metrics, stops scaling.
+
+    Fix: Add an ingress rule from the Prometheus namespace (namespaceSelector on kubernetes.io/metadata.name) to the
+    vLLM port.
+    """
     policies = [r for r in resources if r.kind == "NetworkPolicy"]
     if not policies:
         return

@@ -17,14 +17,17 @@ from vllm_pulumi.runtime.vocabulary import PROMETHEUS_PORT_ANNOTATION, PROMETHEU
 @rule(
     "scrape-annotation-port", group="Observability", enforcement="advisory", severity="low",
     kinds=PLAIN_SERVING_KINDS,
-    description="A pod template of a vLLM workload annotated prometheus.io/scrape: 'true' runs a vLLM server on the "
-                "annotated prometheus.io/port (default: the server's --port).",
-    why="Prometheus scrapes every annotated pod; on pods where nothing serves that port (LeaderWorkerSet workers run "
-        "only Ray) the target is down forever, which pages whoever alerts on `up == 0`.",
-    fix="Remove the prometheus.io annotations from templates without a vLLM server, or point them at a port that "
-        "serves /metrics.",
 )
 def scrape_annotation_port(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """A pod template of a vLLM workload annotated prometheus.io/scrape: 'true' runs a vLLM server on the annotated
+    prometheus.io/port (default: the server's --port).
+
+    Why: Prometheus scrapes every annotated pod; on pods where nothing serves that port (LeaderWorkerSet workers run
+    only Ray) the target is down forever, which pages whoever alerts on `up == 0`.
+
+    Fix: Remove the prometheus.io annotations from templates without a vLLM server, or point them at a port that serves
+    /metrics.
+    """
     if not res.is_vllm:
         return
     for template in res.templates:
@@ -47,13 +50,16 @@ def scrape_annotation_port(res: Resource, settings: Mapping[str, Any]) -> Iterat
 @rule(
     "metrics-scraped", group="Observability", enforcement="advisory", severity="medium", scope="stack",
     kinds=(*PLAIN_SERVING_KINDS, "ServiceMonitor", "PodMonitor", "Service"),
-    description="vLLM pods are scraped: prometheus.io/scrape annotations on the pod template, or a PodMonitor, or a "
-                "ServiceMonitor selecting a Service that selects the pods, in the same input.",
-    why="Queue depth, KV-cache use and TTFT exist only in vLLM's /metrics; without scraping, KEDA scales on nothing "
-        "and no alert can fire.",
-    fix="Add a ServiceMonitor (or PodMonitor) whose selector matches the vLLM Service (or pods).",
 )
 def metrics_scraped(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """vLLM pods are scraped: prometheus.io/scrape annotations on the pod template, or a PodMonitor, or a ServiceMonitor
+    selecting a Service that selects the pods, in the same input.
+
+    Why: Queue depth, KV-cache use and TTFT exist only in vLLM's /metrics; without scraping, KEDA scales on nothing and
+    no alert can fire.
+
+    Fix: Add a ServiceMonitor (or PodMonitor) whose selector matches the vLLM Service (or pods).
+    """
     for workload in resources:
         if not workload.servers:
             continue

@@ -27,15 +27,18 @@ from vllm_pulumi.runtime.vocabulary import GPU_PRODUCT_LABEL, GPU_RESOURCE
 
 @rule(
     "gpu-product-selector", group="Placement", enforcement="mandatory", severity="medium", kinds=SERVING_KINDS,
-    description="GPU pods of a vLLM workload select the GPU model by nodeSelector or required node affinity on a "
-                f"label that names it: {', '.join(GPU_LABELS)} (a GPU instance type).",
-    why="Memory, KV-cache capacity and probe budgets were sized for one GPU; on a smaller one the engine runs out of "
-        "memory or its KV cache no longer fits max-model-len.",
-    fix=f"Add nodeSelector: {{{GPU_PRODUCT_LABEL}: <GFD product label, e.g. NVIDIA-H100-80GB-HBM3>}}; for a "
-        "Karpenter NodePool, karpenter.k8s.aws/instance-gpu-name (e.g. h100), which Karpenter knows before the node "
-        "exists.",
+    text_values={"gpu_labels": ", ".join(GPU_LABELS), "product_label": GPU_PRODUCT_LABEL},
 )
 def gpu_product_selector(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """GPU pods of a vLLM workload select the GPU model by nodeSelector or required node affinity on a label that
+    names it: {gpu_labels} (a GPU instance type).
+
+    Why: Memory, KV-cache capacity and probe budgets were sized for one GPU; on a smaller one the engine runs out of
+    memory or its KV cache no longer fits max-model-len.
+
+    Fix: Add nodeSelector: {{{product_label}: <GFD product label, e.g. NVIDIA-H100-80GB-HBM3>}}; for a Karpenter
+    NodePool, karpenter.k8s.aws/instance-gpu-name (e.g. h100), which Karpenter knows before the node exists.
+    """
     if not res.is_vllm:
         return
     for template in gpu_templates(res):
@@ -44,14 +47,15 @@ def gpu_product_selector(res: Resource, settings: Mapping[str, Any]) -> Iterator
                             f"add nodeSelector: {{{GPU_PRODUCT_LABEL}: <product label>}} to {template.path}")
 
 
-@rule(
-    "gpu-toleration", group="Placement", enforcement="advisory", severity="low", kinds=SERVING_KINDS,
-    description="GPU pods of a vLLM workload tolerate the nvidia.com/gpu taint.",
-    why="GPU node pools are usually tainted nvidia.com/gpu:NoSchedule so other pods stay off them; without the "
-        "toleration the vLLM pod stays Pending.",
-    fix="Add tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}].",
-)
+@rule("gpu-toleration", group="Placement", enforcement="advisory", severity="low", kinds=SERVING_KINDS)
 def gpu_toleration(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """GPU pods of a vLLM workload tolerate the nvidia.com/gpu taint.
+
+    Why: GPU node pools are usually tainted nvidia.com/gpu:NoSchedule so other pods stay off them; without the
+    toleration the vLLM pod stays Pending.
+
+    Fix: Add tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}].
+    """
     if not res.is_vllm:
         return
     for template in gpu_templates(res):
@@ -74,18 +78,21 @@ def _gpu_pod_templates(resources: Sequence[Resource]) -> Iterator[tuple[Resource
 @rule(
     "gpu-pod-matches-a-node-pool", group="Placement", enforcement="mandatory", severity="high", scope="stack",
     kinds=("NodePool", MANAGED_NODE_GROUP_KIND, *sorted(POD_KINDS)),
-    description="When the stack declares GPU node pools (Karpenter / EKS Auto Mode NodePools, or EKS managed node "
-                "groups in the policy pack), every pod that requests nvidia.com/gpu has a nodeSelector and required "
-                "node affinity that a node of one of them can satisfy.",
-    why="Karpenter launches a node only for a Pending pod that some NodePool can satisfy, judging by the labels the "
-        "NodePool declares (template labels, requirements, well-known labels). A selector on a label only a running "
-        "node gets (GPU Feature Discovery's nvidia.com/gpu.product) or on another pool's value leaves the pod "
-        "Pending forever while the GPU nodes scale from zero, and nothing reports an error.",
-    fix="Select the pool by a label of its NodePool template (vllm-pulumi.dev/node-pool) and the GPU by "
-        "karpenter.k8s.aws/instance-gpu-name (eks.amazonaws.com/instance-gpu-name on Auto Mode), with values the "
-        "NodePool's requirements allow.",
 )
 def gpu_pod_matches_a_node_pool(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """When the stack declares GPU node pools (Karpenter / EKS Auto Mode NodePools, or EKS managed node groups in the
+    policy pack), every pod that requests nvidia.com/gpu has a nodeSelector and required node affinity that a node of
+    one of them can satisfy.
+
+    Why: Karpenter launches a node only for a Pending pod that some NodePool can satisfy, judging by the labels the
+    NodePool declares (template labels, requirements, well-known labels). A selector on a label only a running node gets
+    (GPU Feature Discovery's nvidia.com/gpu.product) or on another pool's value leaves the pod Pending forever while the
+    GPU nodes scale from zero, and nothing reports an error.
+
+    Fix: Select the pool by a label of its NodePool template (vllm-pulumi.dev/node-pool) and the GPU by
+    karpenter.k8s.aws/instance-gpu-name (eks.amazonaws.com/instance-gpu-name on Auto Mode), with values the NodePool's
+    requirements allow.
+    """
     pools = gpu_node_pools(resources)
     if not pools:
         return  # the pools are not in this input (node groups made elsewhere): nothing to compare against
@@ -106,20 +113,21 @@ def gpu_pod_matches_a_node_pool(resources: Sequence[Resource], settings: Mapping
 @rule(
     "gpu-nodepool-consolidation", group="Placement", enforcement="mandatory", severity="high", scope="stack",
     kinds=("NodePool", *sorted(SERVING_KINDS)),
-    description="A GPU NodePool consolidates only empty nodes (consolidationPolicy WhenEmpty; Karpenter's default is "
-                "WhenEmptyOrUnderutilized) and waits consolidateAfter at least the startup budget of the vLLM pods "
-                "it runs.",
-    why="WhenEmptyOrUnderutilized lets Karpenter delete a GPU node to repack its pods onto others: each moved vLLM pod "
-        "loads its weights again (minutes of lost capacity, in-flight requests cut). A consolidateAfter shorter than "
-        "a load removes a node the autoscaler's next replica would have needed, which then waits for a new node and "
-        "a full load.",
-    fix="Set spec.disruption.consolidationPolicy: WhenEmpty and consolidateAfter to at least the startup budget "
-        "(the vllm-pulumi.dev/startup-budget-seconds annotation, or weights / read speed + engine init).",
     settings={"default_storage_kind": Setting(
         "local-nvme", "Storage assumed for a model read from a mounted path when the storage-kind annotation is "
                       "absent (for the startup budget).")},
 )
 def gpu_nodepool_consolidation(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """A GPU NodePool consolidates only empty nodes (consolidationPolicy WhenEmpty; Karpenter's default is
+    WhenEmptyOrUnderutilized) and waits consolidateAfter at least the startup budget of the vLLM pods it runs.
+
+    Why: WhenEmptyOrUnderutilized lets Karpenter delete a GPU node to repack its pods onto others: each moved vLLM pod
+    loads its weights again (minutes of lost capacity, in-flight requests cut). A consolidateAfter shorter than a load
+    removes a node the autoscaler's next replica would have needed, which then waits for a new node and a full load.
+
+    Fix: Set spec.disruption.consolidationPolicy: WhenEmpty and consolidateAfter to at least the startup budget (the
+    vllm-pulumi.dev/startup-budget-seconds annotation, or weights / read speed + engine init).
+    """
     for pool in (r for r in resources if r.kind in NODE_POOL_KINDS and is_gpu_node_pool(r)):
         disruption = mapping(pool.spec.get("disruption"))
         policy = str(disruption.get("consolidationPolicy") or "WhenEmptyOrUnderutilized")

@@ -66,18 +66,6 @@ def rollout_room(res: Resource, settings: Mapping[str, Any]) -> RolloutRoom | No
 @rule(
     "rollout-no-unavailable", group="Rollout", enforcement="mandatory", severity="high",
     kinds=("Deployment", "LeaderWorkerSet"),
-    description="Rolling updates keep every replica serving: maxUnavailable 0 and maxSurge >= 1 (Deployment "
-                "spec.strategy.rollingUpdate; LeaderWorkerSet spec.rolloutStrategy.rollingUpdateConfiguration). "
-                "When the pool facts say there is no room for one more replica at max scale (the "
-                f"{ann.REPLICA_CAPACITY} annotation, or {ann.POOL_MAX_NODES} and {ann.NODE_GPUS} with "
-                f"{ann.MAX_REPLICAS}, or this rule's settings), a surge would deadlock: then the rule asks for "
-                "maxSurge 0 and maxUnavailable 1 instead, and fires on the surging form.",
-    why="A replica taken down before its replacement has loaded the model (minutes) drops capacity and in-flight "
-        "sessions; Deployments default to 25% unavailable, LeaderWorkerSets to 1 group unavailable and no surge. "
-        "But a surge replica needs a node: when the pool is full at max scale it stays Pending, the rollout never "
-        "progresses, and the old version runs until someone notices.",
-    fix="Set maxUnavailable: 0 and maxSurge: 1 when the pool holds one more replica at max scale; when it cannot, "
-        "add a node, or set maxSurge: 0 and maxUnavailable: 1 (one replica at a time out of service).",
     settings={
         "pool_max_nodes": Setting(0, "Nodes of the pool, for workloads without the pool annotations (0: unknown)."),
         "gpus_per_node": Setting(0, "GPUs of one node of the pool, for workloads without the pool annotations "
@@ -85,8 +73,24 @@ def rollout_room(res: Resource, settings: Mapping[str, Any]) -> RolloutRoom | No
         "max_replicas": Setting(0, "Replicas at max scale, for workloads without the max-replicas annotation (0: "
                                    "the replicas field)."),
     },
+    text_values={"capacity": ann.REPLICA_CAPACITY, "max_nodes": ann.POOL_MAX_NODES, "node_gpus": ann.NODE_GPUS,
+                 "max_replicas": ann.MAX_REPLICAS},
 )
 def rollout_no_unavailable(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """Rolling updates keep every replica serving: maxUnavailable 0 and maxSurge >= 1 (Deployment
+    spec.strategy.rollingUpdate; LeaderWorkerSet spec.rolloutStrategy.rollingUpdateConfiguration). When the pool facts
+    say there is no room for one more replica at max scale (the {capacity} annotation, or {max_nodes} and {node_gpus}
+    with {max_replicas}, or this rule's settings), a surge would deadlock: then the rule asks for maxSurge 0 and
+    maxUnavailable 1 instead, and fires on the surging form.
+
+    Why: A replica taken down before its replacement has loaded the model (minutes) drops capacity and in-flight
+    sessions; Deployments default to 25% unavailable, LeaderWorkerSets to 1 group unavailable and no surge. But a surge
+    replica needs a node: when the pool is full at max scale it stays Pending, the rollout never progresses, and the
+    old version runs until someone notices.
+
+    Fix: Set maxUnavailable: 0 and maxSurge: 1 when the pool holds one more replica at max scale; when it cannot, add a
+    node, or set maxSurge: 0 and maxUnavailable: 1 (one replica at a time out of service).
+    """
     if not res.is_vllm:
         return
     if res.kind == "Deployment":

@@ -12,14 +12,15 @@ from vllm_pulumi.policies.values import mapping
 from vllm_pulumi.policies.workload import Resource
 
 
-@rule(
-    "no-privileged", group="Security", enforcement="mandatory", severity="high", kinds=SERVING_KINDS,
-    description="No container of a vLLM workload is privileged or sets allowPrivilegeEscalation: true.",
-    why="vLLM needs no host privileges (the GPU comes from the device plugin); a privileged inference server that "
-        "parses untrusted prompts and downloads model code is a node compromise away.",
-    fix="Remove securityContext.privileged and set allowPrivilegeEscalation: false.",
-)
+@rule("no-privileged", group="Security", enforcement="mandatory", severity="high", kinds=SERVING_KINDS)
 def no_privileged(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """No container of a vLLM workload is privileged or sets allowPrivilegeEscalation: true.
+
+    Why: vLLM needs no host privileges (the GPU comes from the device plugin); a privileged inference server that parses
+    untrusted prompts and downloads model code is a node compromise away.
+
+    Fix: Remove securityContext.privileged and set allowPrivilegeEscalation: false.
+    """
     if not res.is_vllm:
         return
     for template in res.templates:
@@ -31,15 +32,16 @@ def no_privileged(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violat
                                     f"securityContext.{key}: true", f"remove securityContext.{key} or set it false")
 
 
-@rule(
-    "no-plaintext-secrets", group="Security", enforcement="mandatory", severity="critical", kinds=POD_KINDS,
-    description="API keys and tokens (VLLM_API_KEY, HF_TOKEN, *_API_KEY, *_TOKEN, ...) come from Secrets, not "
-                "literal env values or a literal --api-key / --hf-token argument.",
-    why="Literal values are readable by anyone who can read the workload (and end up in Git, Pulumi state and "
-        "rendered YAML).",
-    fix="Use env valueFrom.secretKeyRef, and pass --api-key=$(VLLM_API_KEY) or let vLLM read VLLM_API_KEY.",
-)
+@rule("no-plaintext-secrets", group="Security", enforcement="mandatory", severity="critical", kinds=POD_KINDS)
 def no_plaintext_secrets(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """API keys and tokens (VLLM_API_KEY, HF_TOKEN, *_API_KEY, *_TOKEN, ...) come from Secrets, not literal env values
+    or a literal --api-key / --hf-token argument.
+
+    Why: Literal values are readable by anyone who can read the workload (and end up in Git, Pulumi state and rendered
+    YAML).
+
+    Fix: Use env valueFrom.secretKeyRef, and pass --api-key=$(VLLM_API_KEY) or let vLLM read VLLM_API_KEY.
+    """
     for template in res.templates:
         for container in template.all_containers:
             name = container.get("name")

@@ -47,13 +47,15 @@ def _exposures(resources: Sequence[Resource]) -> Iterator[tuple[Resource, str]]:
 @rule(
     "api-key-when-exposed", group="Security", enforcement="mandatory", severity="critical", scope="stack",
     kinds=("Service", "Ingress", "HTTPRoute", "GRPCRoute", *PLAIN_SERVING_KINDS),
-    description="A vLLM server reachable from outside the cluster (a LoadBalancer or NodePort Service, or a Service "
-                "behind an Ingress or HTTPRoute, selecting its pods) requires an API key: VLLM_API_KEY or "
-                "--api-key=$(VAR) from a Secret.",
-    why="vLLM's OpenAI API has no authentication by default: anyone who reaches it spends your GPUs.",
-    fix="Set env VLLM_API_KEY from a Secret (valueFrom.secretKeyRef) on the vLLM container.",
 )
 def api_key_when_exposed(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """A vLLM server reachable from outside the cluster (a LoadBalancer or NodePort Service, or a Service behind an
+    Ingress or HTTPRoute, selecting its pods) requires an API key: VLLM_API_KEY or --api-key=$(VAR) from a Secret.
+
+    Why: vLLM's OpenAI API has no authentication by default: anyone who reaches it spends your GPUs.
+
+    Fix: Set env VLLM_API_KEY from a Secret (valueFrom.secretKeyRef) on the vLLM container.
+    """
     exposures = {id(service): how for service, how in _exposures(resources)}
     if not exposures:
         return
@@ -76,13 +78,16 @@ def api_key_when_exposed(resources: Sequence[Resource], settings: Mapping[str, A
 @rule(
     "service-targets-vllm-port", group="Networking", enforcement="mandatory", severity="high", scope="stack",
     kinds=("Service", *PLAIN_SERVING_KINDS),
-    description="A Service that selects vLLM server pods has a port whose targetPort reaches vLLM's --port (by "
-                "number, or by the name of a container port).",
-    why="A Service whose targetPort is another number, or a port name the vLLM container does not declare, sends "
-        "every request to a closed port; the pods look healthy and clients get connection errors.",
-    fix="Set the Service port's targetPort to the vLLM port (e.g. 8000) or the name of the containerPort that is it.",
 )
 def service_targets_vllm_port(resources: Sequence[Resource], settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """A Service that selects vLLM server pods has a port whose targetPort reaches vLLM's --port (by number, or by the
+    name of a container port).
+
+    Why: A Service whose targetPort is another number, or a port name the vLLM container does not declare, sends every
+    request to a closed port; the pods look healthy and clients get connection errors.
+
+    Fix: Set the Service port's targetPort to the vLLM port (e.g. 8000) or the name of the containerPort that is it.
+    """
     for workload in resources:
         for server in workload.servers:
             port = vllm_port(server)

@@ -13,16 +13,17 @@ from vllm_pulumi.policies.vllm_command import is_vllm_image
 from vllm_pulumi.policies.workload import Resource, Server
 
 
-@rule(
-    "model-volume-read-only", group="Storage", enforcement="mandatory", severity="medium", kinds=SERVING_KINDS,
-    description="The volume the model is read from is mounted readOnly: mounted where --model points, or, for a "
-                "Hugging Face id, a shared volume holding the cache it is read through (--download-dir, HF_HUB_CACHE, "
-                "HF_HOME or TRANSFORMERS_CACHE under the mount).",
-    why="Weights are shared by every replica; a writable mount lets one pod corrupt the store for all, and "
-        "ReadOnlyMany PVCs need read-only mounts to bind on several nodes.",
-    fix="Set readOnly: true on the model volumeMount (download into it from a separate hydration Job).",
-)
+@rule("model-volume-read-only", group="Storage", enforcement="mandatory", severity="medium", kinds=SERVING_KINDS)
 def model_volume_read_only(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
+    """The volume the model is read from is mounted readOnly: mounted where --model points, or, for a Hugging Face id, a
+    shared volume holding the cache it is read through (--download-dir, HF_HUB_CACHE, HF_HOME or TRANSFORMERS_CACHE
+    under the mount).
+
+    Why: Weights are shared by every replica; a writable mount lets one pod corrupt the store for all, and ReadOnlyMany
+    PVCs need read-only mounts to bind on several nodes.
+
+    Fix: Set readOnly: true on the model volumeMount (download into it from a separate hydration Job).
+    """
     for server in res.servers:
         paths = model_read_paths(server)
         if not paths:
