@@ -13,7 +13,7 @@ from typing import Any
 
 from vllm_pulumi.components.builders.addons import AddonRelease, build_addons, registered_releases, render_mode_notes
 from vllm_pulumi.components.builders.autoscaling import build_scaled_object
-from vllm_pulumi.components.builders.karpenter import build_karpenter_objects, is_karpenter_pool
+from vllm_pulumi.components.builders.karpenter import build_karpenter_objects
 from vllm_pulumi.components.builders.labels import with_stack_labels
 from vllm_pulumi.components.builders.network import build_namespace, build_network
 from vllm_pulumi.components.builders.nodes import NodeGroupDescription, build_node_group
@@ -23,6 +23,7 @@ from vllm_pulumi.components.builders.storage import build_storage, build_storage
 from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.spec.cluster import EksCluster
 from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.spec.node_pools import ManagedNodeGroupPool
 
 # A model's stages in the order they are applied (each stage of every model before the next stage of any).
 MODEL_STAGES = ("storage_secrets", "storage", "serving_secrets", "serving", "autoscaling", "observability")
@@ -93,7 +94,7 @@ def compose_stack(spec: DeploymentSpec, plans: list[ServingPlan], *,
     if isinstance(cluster, EksCluster):
         # Karpenter or Auto Mode launches the nodes of the other pools, from their NodePools.
         node_groups = [build_node_group(pool, cluster.cluster_name, plans)
-                       for pool in cluster.node_pools if not is_karpenter_pool(pool)]
+                       for pool in cluster.node_pools if isinstance(pool, ManagedNodeGroupPool)]
         node_pools = _labelled(spec, build_karpenter_objects(cluster, plans).all)
     releases = build_addons(spec, plans)
     return StackObjects(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from vllm_pulumi.runtime.spec.cluster import EksCluster, GpuNodesSpec, KubeconfigCluster, RenderCluster
@@ -33,18 +34,19 @@ from vllm_pulumi.runtime.spec.model import (
     ResourcesSpec,
     StorageSpec,
 )
-from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
+from vllm_pulumi.runtime.spec.node_pools import ManagedNodeGroupPool, NodePoolBase, node_pool_settings
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "spec.md"
 
-# Each section: the YAML path it documents and its model, in the order a stack file reads.
+# Each section: the YAML path it documents and its model, in the order a stack file reads. A node pool's section is
+# opened by the default provisioner's class.
 SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("vllm-pulumi:deployment", DeploymentSpec),
     ("cluster (mode: render)", RenderCluster),
     ("cluster (mode: kubeconfig)", KubeconfigCluster),
     ("cluster.nodes[] (render, kubeconfig)", GpuNodesSpec),
     ("cluster (mode: eks)", EksCluster),
-    ("cluster.node_pools[]", GpuNodePoolSpec),
+    ("cluster.node_pools[]", ManagedNodeGroupPool),
     ("addons", AddonsSpec),
     ("addons.gpu_operator", GpuOperatorSpec),
     ("addons.keda, addons.lws", AddonSpec),
@@ -59,6 +61,11 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("...existing_secret", ExistingSecret),
     ("observability", ObservabilitySpec),
 ]
+
+
+def _settings(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """A model's settings; a node pool's are those of every provisioner's class, in one table."""
+    return node_pool_settings() if issubclass(model, NodePoolBase) else dict(model.model_fields)
 
 
 def _type_name(annotation: Any) -> str:
@@ -100,7 +107,7 @@ def render() -> str:
     for path, model in SECTIONS:
         lines += [f"## `{path}`", "", (model.__doc__ or "").strip().splitlines()[0], "",
                   "| setting | type | default | why |", "|---|---|---|---|"]
-        for name, field in model.model_fields.items():
+        for name, field in _settings(model).items():
             lines.append(f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} | "
                          f"{(field.description or '').replace('|', '/')} |")
         lines.append("")

@@ -20,16 +20,16 @@ from typing import Any
 from vllm_pulumi.components.builders import labels as lbl
 from vllm_pulumi.components.builders.placement import gpu_count_label, gpu_name_label, node_requirement
 from vllm_pulumi.runtime.planning.plans import ServingPlan
-from vllm_pulumi.runtime.planning.nodes import NODEPOOL_PROVISIONERS, NODE_DISK_GIB, NODE_POOL_LABEL, pool_node_group_labels
-from vllm_pulumi.runtime.planning.pools import pool_gpu_names, pool_instances
-from vllm_pulumi.runtime.vocabulary import GPU_TAINT
+from vllm_pulumi.runtime.planning.nodes import NODE_POOL_LABEL, pool_node_group_labels
+from vllm_pulumi.runtime.planning.pools import node_disk_gib, plan_node_pool, pool_gpu_names, pool_instances
 from vllm_pulumi.runtime.spec.cluster import EksCluster
-from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
+from vllm_pulumi.runtime.spec.node_pools import NODEPOOL_CLASSES, AutoModePool, KarpenterPool, NodePoolLaunchedPool
 from vllm_pulumi.runtime.vocabulary import (
     ARCH_LABEL,
     AUTO_MODE_GROUP,
     CAPACITY_TYPE_LABEL,
     GPU_RESOURCE,
+    GPU_TAINT,
     INSTANCE_TYPE_LABEL,
     KARPENTER_AWS_GROUP,
     KARPENTER_GROUP,
@@ -54,11 +54,7 @@ AMI_ALIASES = {"AL2023": "al2023@latest", "BOTTLEROCKET": "bottlerocket@latest"}
 BOTTLEROCKET_OS_VOLUME_GIB = 4
 
 
-def is_karpenter_pool(pool: GpuNodePoolSpec) -> bool:
-    return pool.provisioner in NODEPOOL_PROVISIONERS
-
-
-def pool_requirements(pool: GpuNodePoolSpec) -> list[dict[str, Any]]:
+def pool_requirements(pool: NodePoolLaunchedPool) -> list[dict[str, Any]]:
     """The NodePool's node requirements (without capacity type): the types, their GPU name and count, the
     architecture and OS. Instance types alone would do; the GPU name and count make the intent readable and are what
     the pods' affinity repeats."""
@@ -81,46 +77,29 @@ def capacity_groups(capacity_types: Sequence[str]) -> list[list[str]]:
     return [[kind] for kind in capacity_types]
 
 
-def pool_startup_budget_seconds(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan]) -> int:
-    """The longest startup budget of the models placed on this pool (all models' when none is)."""
-    on_pool = [plan.startup_budget_seconds for plan in plans if plan.node_shape.pool == pool.name]
-    return max(on_pool or [plan.startup_budget_seconds for plan in plans] or [0])
-
-
-def consolidate_after_seconds(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan]) -> int:
-    """How long a node stays empty before Karpenter removes it: a replacement pod would load the model for a whole
-    startup budget, so an empty node is kept at least that long for the next scale-up."""
-    if pool.consolidate_after_seconds is not None:
-        return pool.consolidate_after_seconds
-    return pool_startup_budget_seconds(pool, plans)
-
-
-def gpu_limit(pool: GpuNodePoolSpec) -> int:
-    """nvidia.com/gpu the pool may have in total: max_gpus, else max_size nodes of the largest type's count."""
-    return pool.max_gpus or pool.max_size * max(i.gpus for i in pool_instances(pool))
-
-
-def node_pool_names(pool: GpuNodePoolSpec) -> list[str]:
+def node_pool_names(pool: NodePoolLaunchedPool) -> list[str]:
     """Names of the NodePools a pool becomes (one, or one per capacity type when weighted)."""
     groups = capacity_groups(pool.effective_capacity_types)
     return [pool.name] if len(groups) == 1 else [f"{pool.name}-{group[0]}" for group in groups]
 
 
-def node_class_ref(pool: GpuNodePoolSpec) -> dict[str, str]:
-    if pool.provisioner == "auto-mode":
+def node_class_ref(pool: NodePoolLaunchedPool) -> dict[str, str]:
+    if isinstance(pool, AutoModePool):
         return dict(AUTO_MODE_NODE_CLASS_REF)
     return {"group": KARPENTER_AWS_GROUP, "kind": "EC2NodeClass", "name": pool.name}
 
 
-def build_node_pools(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan]) -> list[dict[str, Any]]:
+def build_node_pools(pool: NodePoolLaunchedPool, plans: Sequence[ServingPlan]) -> list[dict[str, Any]]:
     """The NodePools of a karpenter or auto-mode pool.
 
     Each limits the pool's GPUs (with several weighted NodePools each has the whole limit: Karpenter limits per
     NodePool, so the sum may reach limit x types while the preferred type is short; the planner's node count is
     unaffected). Disruption fits vLLM: a node is consolidated only when empty (never to repack a serving pod onto
     another node, which would reload the model), only after a startup budget of emptiness, and at most
-    ``disruption_budget_nodes`` at once.
+    ``disruption_budget_nodes`` at once. The limit and the wait are planned (runtime/planning/pools.py
+    plan_node_pool).
     """
+    planned = plan_node_pool(pool, plans)
     groups = capacity_groups(pool.effective_capacity_types)
     names = node_pool_names(pool)
     requirements = pool_requirements(pool)
@@ -137,10 +116,10 @@ def build_node_pools(pool: GpuNodePoolSpec, plans: Sequence[ServingPlan]) -> lis
             },
             "disruption": {
                 "consolidationPolicy": "WhenEmpty",
-                "consolidateAfter": f"{consolidate_after_seconds(pool, plans)}s",
+                "consolidateAfter": f"{planned.consolidate_after_seconds}s",
                 "budgets": [{"nodes": str(pool.disruption_budget_nodes)}],
             },
-            "limits": {GPU_RESOURCE: str(gpu_limit(pool))},
+            "limits": {GPU_RESOURCE: str(planned.gpu_limit)},
         }
         if len(groups) > 1:
             spec["weight"] = FIRST_WEIGHT - WEIGHT_STEP * index
@@ -158,15 +137,15 @@ def role_name(arn: str) -> str:
     return arn.rsplit("/", 1)[-1]
 
 
-def ami_alias(pool: GpuNodePoolSpec) -> str:
+def ami_alias(pool: KarpenterPool) -> str:
     return pool.ami_alias or AMI_ALIASES[pool.ami_type.split("_", 1)[0]]
 
 
-def block_device_mappings(pool: GpuNodePoolSpec) -> list[dict[str, Any]]:
+def block_device_mappings(pool: KarpenterPool) -> list[dict[str, Any]]:
     """The disk images, containerd's unpacked layers and the pods' emptyDirs (compile caches) live on: the pool's
-    disk_size_gib, else the project's GPU node disk (runtime.nodes.NODE_DISK_GIB); the planner checks the pods'
-    emptyDirs fit it."""
-    size = pool.disk_size_gib or NODE_DISK_GIB
+    disk_size_gib, else the project's GPU node disk (runtime/planning/pools.py node_disk_gib); the planner checks
+    the pods' emptyDirs fit it."""
+    size = node_disk_gib(pool)
 
     def ebs(gib: int) -> dict[str, Any]:
         return {"volumeSize": f"{gib}Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
@@ -177,7 +156,7 @@ def block_device_mappings(pool: GpuNodePoolSpec) -> list[dict[str, Any]]:
     return [{"deviceName": "/dev/xvda", "ebs": ebs(size), "rootVolume": True}]
 
 
-def build_ec2_node_class(pool: GpuNodePoolSpec) -> dict[str, Any]:
+def build_ec2_node_class(pool: KarpenterPool) -> dict[str, Any]:
     """The EC2NodeClass of a karpenter pool: identity, subnets, security groups, AMI, disk and IMDS settings."""
     spec: dict[str, Any] = {}
     if pool.instance_profile is not None:
@@ -219,9 +198,8 @@ class KarpenterObjects:
 
 def build_karpenter_objects(cluster: EksCluster, plans: Sequence[ServingPlan]) -> KarpenterObjects:
     """Every EC2NodeClass and NodePool of the cluster's karpenter and auto-mode pools, node classes first."""
-    pools = [pool for pool in cluster.node_pools if is_karpenter_pool(pool)]
+    pools = [pool for pool in cluster.node_pools if isinstance(pool, NODEPOOL_CLASSES)]
     return KarpenterObjects(
-        node_classes=[build_ec2_node_class(pool)
-                      for pool in pools if pool.provisioner == "karpenter"],
+        node_classes=[build_ec2_node_class(pool) for pool in pools if isinstance(pool, KarpenterPool)],
         node_pools=[obj for pool in pools for obj in build_node_pools(pool, plans)],
     )

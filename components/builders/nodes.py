@@ -13,10 +13,10 @@ from typing import Any
 from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.facts.gpus import gpu_for_instance_type
 from vllm_pulumi.runtime.facts.instances import efa_interfaces_for
-from vllm_pulumi.runtime.planning.nodes import NODE_DISK_GIB, pool_node_group_labels
-from vllm_pulumi.runtime.planning.pools import pool_instances
+from vllm_pulumi.runtime.planning.nodes import pool_node_group_labels
+from vllm_pulumi.runtime.planning.pools import node_disk_gib, pool_instances
+from vllm_pulumi.runtime.spec.node_pools import ManagedNodeGroupPool
 from vllm_pulumi.runtime.vocabulary import GPU_TAINT
-from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
 
 # Policies every EKS worker node needs (join the cluster, pull images from ECR, run the VPC CNI).
 NODE_ROLE_POLICY_ARNS = (
@@ -61,13 +61,13 @@ class NodeGroupDescription:
         return f"{self.cluster_name}-{self.name}"
 
 
-def pool_is_multi_node(pool: GpuNodePoolSpec, plans: list[ServingPlan]) -> bool:
+def pool_is_multi_node(pool: ManagedNodeGroupPool, plans: list[ServingPlan]) -> bool:
     """True when a model on this pool's GPU spans nodes (LWS), so NCCL crosses the network."""
     gpus = {instance.gpu_id for instance in pool_instances(pool)}
     return any(plan.multi_node and plan.gpu.id in gpus for plan in plans)
 
 
-def build_node_group(pool: GpuNodePoolSpec, cluster_name: str, plans: list[ServingPlan]) -> NodeGroupDescription:
+def build_node_group(pool: ManagedNodeGroupPool, cluster_name: str, plans: list[ServingPlan]) -> NodeGroupDescription:
     instance_type = pool.instance_type
     assert instance_type is not None  # the spec requires it for a managed node group
     gpu, count = gpu_for_instance_type(instance_type)
@@ -82,7 +82,7 @@ def build_node_group(pool: GpuNodePoolSpec, cluster_name: str, plans: list[Servi
         gpus_per_node=count, ami_type=pool.ami_type, capacity_type=pool.capacity_type,
         capacity_reservation_id=pool.capacity_reservation_id, min_size=pool.min_size,
         desired_size=pool.desired_size, max_size=pool.max_size, subnet_ids=list(pool.subnet_ids),
-        node_role_arn=pool.node_role_arn, disk_size_gib=pool.disk_size_gib or NODE_DISK_GIB,
+        node_role_arn=pool.node_role_arn, disk_size_gib=node_disk_gib(pool),
         root_device_name=device, efa=efa, efa_interfaces=efa_interfaces_for(instance_type) if efa else 0,
         placement_group=placement, labels=labels, taints=[eks_taint(GPU_TAINT)],
     )

@@ -12,6 +12,7 @@ from vllm_pulumi.runtime.planning.nodes import NodeShape
 from vllm_pulumi.runtime.planning.parallelism import ParallelLayout
 from vllm_pulumi.runtime.spec.cluster import EksCluster
 from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.spec.node_pools import ManagedNodeGroupPool
 from vllm_pulumi.runtime.spec.engine import DEFAULT_IMAGE_REPOSITORY
 from vllm_pulumi.runtime.spec.model import ModelDeploymentSpec
 from vllm_pulumi.runtime.vocabulary import EFA_RESOURCE
@@ -56,7 +57,7 @@ def efa_devices_per_pod(spec: DeploymentSpec, shape: NodeShape, multi_node: bool
         pool = spec.cluster.node_pools[index]
         # A managed node group gets EFA unless the stack turns it off (components/builders/nodes.py, same default);
         # Karpenter and Auto Mode pools have none (the spec refuses efa there).
-        if pool.provisioner != "managed-node-group" or pool.instance_type is None or pool.efa is False:
+        if not isinstance(pool, ManagedNodeGroupPool) or pool.instance_type is None or pool.efa is False:
             return 0
         return efa_interfaces_for(pool.instance_type)
     nodes = spec.cluster.nodes[index]

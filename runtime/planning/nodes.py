@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from vllm_pulumi.runtime import annotations as ann
 from vllm_pulumi.runtime.facts.gpus import GpuFacts, find_gpu
 from vllm_pulumi.runtime.facts.instances import InstanceFacts
-from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
+from vllm_pulumi.runtime.spec.node_pools import NodePoolBase
 from vllm_pulumi.runtime.vocabulary import (
     ARCH_LABEL,
     GPU_COUNT_LABEL,
@@ -133,7 +133,7 @@ class NodeShape:
     extra_labels: dict[str, str] = field(default_factory=dict)
     """The labels the stack gives the pool (an EKS node group sets these and the pool label)."""
     provisioner: str = "existing"
-    """Who launches the pool's nodes: GpuNodePoolSpec.provisioner for an EKS pool; ``existing`` for nodes the stack
+    """Who launches the pool's nodes: the provisioner of an EKS pool; ``existing`` for nodes the stack
     does not provision (cluster.nodes of a render or kubeconfig cluster, or assumed)."""
     gpu_names: tuple[str, ...] = ()
     """karpenter / auto-mode: the instance-gpu-name values of every type the NodePool may launch."""
@@ -167,7 +167,7 @@ def node_labels(pool: str, gpu: GpuFacts, gpus: int, instance_type: str | None, 
     return labels
 
 
-def pool_node_group_labels(pool: GpuNodePoolSpec) -> dict[str, str]:
+def pool_node_group_labels(pool: NodePoolBase) -> dict[str, str]:
     """The labels an EKS node group puts on its nodes: the pool's own, and the pool label."""
     labels = dict(sorted(pool.labels.items()))
     labels[NODE_POOL_LABEL] = pool.name

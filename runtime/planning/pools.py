@@ -4,7 +4,8 @@ model lands on, and the minimum replicas every stated pool must have room for (d
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from vllm_pulumi.runtime.errors import PlanningError
 from vllm_pulumi.runtime.facts.gpus import GpuFacts, find_gpu
@@ -23,7 +24,14 @@ from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.spec.cluster import EksCluster, GpuNodesSpec
 from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
 from vllm_pulumi.runtime.spec.model import ModelDeploymentSpec
-from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
+from vllm_pulumi.runtime.spec.node_pools import (
+    AutoModePool,
+    GpuNodePoolSpec,
+    KarpenterPool,
+    ManagedNodeGroupPool,
+    NodePoolBase,
+    NodePoolLaunchedPool,
+)
 from vllm_pulumi.runtime.vocabulary import (
     AUTO_MODE_GPU_COUNT_LABEL,
     AUTO_MODE_GPU_NAME_LABEL,
@@ -39,32 +47,20 @@ ASSUMED_MEMORY_GIB_PER_GPU = 128
 ASSUMED_SERVER_GPUS = 8
 
 
-def pool_instances(pool: GpuNodePoolSpec) -> list[InstanceFacts]:
+def pool_instances(pool: NodePoolBase) -> list[InstanceFacts]:
     """The EC2 types a pool's nodes may be: instance_type, instance_types, or every known type carrying ``gpu``
     (with ``gpus_per_node`` GPUs, else the most). Raises PlanningError at the pool's setting (relative path)."""
-    if pool.gpu is not None:
-        try:
-            gpu = find_gpu(pool.gpu)
-        except PlanningError as error:
-            raise error.at("gpu") from None
-        carrying = instances_with(gpu.id)
-        if not carrying:
-            raise PlanningError("gpu", pool.gpu, "no EC2 instance type carries this GPU",
-                                f"use one of {', '.join(sorted({i.gpu_id for i in INSTANCES}))}")
-        count = pool.gpus_per_node or max(i.gpus for i in carrying)
-        chosen = [i for i in carrying if i.gpus == count]
-        if not chosen:
-            raise PlanningError("gpus_per_node", pool.gpus_per_node, f"no EC2 type carries {count} {gpu.id}",
-                                f"use one of {sorted({i.gpus for i in carrying})}")
-        return chosen
-    names = pool.instance_types or ([pool.instance_type] if pool.instance_type else [])
-    setting = "instance_types" if pool.instance_types else "instance_type"
+    if isinstance(pool, NodePoolLaunchedPool) and pool.gpu is not None:
+        return _instances_carrying(pool.gpu, pool.gpus_per_node)
+    listed = pool.instance_types if isinstance(pool, NodePoolLaunchedPool) else []
+    names = listed or ([pool.instance_type] if pool.instance_type else [])
+    setting = "instance_types" if listed else "instance_type"
     instances = []
     for j, name in enumerate(names):
         try:
             instances.append(find_instance(name))
         except PlanningError as error:
-            raise error.at(f"{setting}[{j}]" if pool.instance_types else setting) from None
+            raise error.at(f"{setting}[{j}]" if listed else setting) from None
     counts = sorted({i.gpus for i in instances})
     if len(counts) > 1:
         raise PlanningError(setting, names, f"the types carry different GPU counts ({counts}); a serving pod asks "
@@ -73,18 +69,71 @@ def pool_instances(pool: GpuNodePoolSpec) -> list[InstanceFacts]:
     return instances
 
 
+def _instances_carrying(gpu_name: str, gpus_per_node: int | None) -> list[InstanceFacts]:
+    """A NodePool's types named by ``gpu``: every EC2 type carrying it, with ``gpus_per_node`` GPUs, else the most."""
+    try:
+        gpu = find_gpu(gpu_name)
+    except PlanningError as error:
+        raise error.at("gpu") from None
+    carrying = instances_with(gpu.id)
+    if not carrying:
+        raise PlanningError("gpu", gpu_name, "no EC2 instance type carries this GPU",
+                            f"use one of {', '.join(sorted({i.gpu_id for i in INSTANCES}))}")
+    count = gpus_per_node or max(i.gpus for i in carrying)
+    chosen = [i for i in carrying if i.gpus == count]
+    if not chosen:
+        raise PlanningError("gpus_per_node", gpus_per_node, f"no EC2 type carries {count} {gpu.id}",
+                            f"use one of {sorted({i.gpus for i in carrying})}")
+    return chosen
+
+
 def pool_gpu_names(instances: list[InstanceFacts]) -> tuple[str, ...]:
     """The instance-gpu-name label values of these types, sorted."""
     return tuple(sorted({find_gpu(i.gpu_id).aws_gpu_name or i.gpu_id for i in instances}))
 
 
-def karpenter_node_labels(pool: GpuNodePoolSpec, instance: InstanceFacts) -> dict[str, str]:
+def karpenter_node_labels(pool: NodePoolLaunchedPool, instance: InstanceFacts) -> dict[str, str]:
     """What Karpenter or Auto Mode adds on a node of this pool beyond the node group's labels."""
     gpu = find_gpu(instance.gpu_id)
-    name_label, count_label = ((AUTO_MODE_GPU_NAME_LABEL, AUTO_MODE_GPU_COUNT_LABEL) if pool.provisioner == "auto-mode"
+    name_label, count_label = ((AUTO_MODE_GPU_NAME_LABEL, AUTO_MODE_GPU_COUNT_LABEL) if isinstance(pool, AutoModePool)
                                else (KARPENTER_GPU_NAME_LABEL, KARPENTER_GPU_COUNT_LABEL))
     return {KARPENTER_NODEPOOL_LABEL: pool.name, name_label: gpu.aws_gpu_name or gpu.id,
             count_label: str(instance.gpus)}
+
+
+def node_disk_gib(pool: GpuNodePoolSpec) -> int:
+    """The disk a pool's nodes keep images, layers and emptyDirs on: disk_size_gib, else the project's GPU node disk
+    (an Auto Mode pool's is its built-in NodeClass's, planned as the same)."""
+    if isinstance(pool, (ManagedNodeGroupPool, KarpenterPool)) and pool.disk_size_gib:
+        return pool.disk_size_gib
+    return NODE_DISK_GIB
+
+
+def node_pool_gpu_limit(pool: NodePoolLaunchedPool, instances: list[InstanceFacts]) -> int:
+    """nvidia.com/gpu a NodePool may have in total: max_gpus, else max_size nodes of its types' GPU count (one count:
+    pool_instances refuses types that differ)."""
+    return pool.max_gpus or pool.max_size * max(i.gpus for i in instances)
+
+
+@dataclass(frozen=True)
+class NodePoolPlan:
+    """What the NodePools of a karpenter or auto-mode pool state beyond its settings, planned from the models."""
+
+    gpu_limit: int
+    """spec.limits nvidia.com/gpu of each NodePool (node_pool_gpu_limit)."""
+    consolidate_after_seconds: int
+    """How long a node stays empty before Karpenter removes it: consolidate_after_seconds, else the longest startup
+    budget of the models on the pool (all models' when none is): a replacement pod would load the model that long,
+    so an empty node is kept at least that long for the next scale-up."""
+
+
+def plan_node_pool(pool: NodePoolLaunchedPool, plans: Sequence[ServingPlan]) -> NodePoolPlan:
+    on_pool = [plan.startup_budget_seconds for plan in plans if plan.node_shape.pool == pool.name]
+    startup_budget_seconds = max(on_pool or [plan.startup_budget_seconds for plan in plans] or [0])
+    consolidate_after = pool.consolidate_after_seconds
+    return NodePoolPlan(gpu_limit=node_pool_gpu_limit(pool, pool_instances(pool)),
+                        consolidate_after_seconds=startup_budget_seconds if consolidate_after is None
+                        else consolidate_after)
 
 
 def pool_shape(pool: GpuNodePoolSpec, index: int) -> NodeShape:
@@ -96,19 +145,23 @@ def pool_shape(pool: GpuNodePoolSpec, index: int) -> NodeShape:
     setting = f"cluster.node_pools[{index}]"
     instances = pool_instances(pool)
     instance = min(instances, key=lambda i: (find_gpu(i.gpu_id).memory_mib, -i.vcpus, -i.memory_gib, i.instance_type))
-    managed = pool.provisioner == "managed-node-group"
-    extra = dict(pool.labels) if managed else {**pool.labels, **karpenter_node_labels(pool, instance)}
-    gpus = 0 if managed else (pool.max_gpus or pool.max_size * instance.gpus)
+    gpu_names: tuple[str, ...] = ()
+    if isinstance(pool, ManagedNodeGroupPool):
+        extra, max_nodes, count_name = dict(pool.labels), pool.max_size, "max_size"
+        basis = f"EC2 {instance.instance_type} (node pool {pool.name})"
+    else:
+        extra = {**pool.labels, **karpenter_node_labels(pool, instance)}
+        max_nodes = node_pool_gpu_limit(pool, instances) // instance.gpus
+        count_name = "max_size" if pool.max_gpus is None else "max_gpus"
+        basis = (f"EC2 {instance.instance_type}, the planning basis of "
+                 f"{', '.join(i.instance_type for i in instances)} (node pool {pool.name}, {pool.provisioner})")
+        gpu_names = pool_gpu_names(instances)
     shape = instance_shape(
-        pool.name, instance, pool.disk_size_gib or NODE_DISK_GIB,
-        arch="arm64" if "_ARM_" in pool.ami_type else "amd64", extra_labels=extra,
-        min_nodes=pool.min_size, max_nodes=pool.max_size if managed else gpus // instance.gpus, setting=setting,
-        count_setting=f"{setting}.{'max_size' if managed or pool.max_gpus is None else 'max_gpus'}",
-        basis=(f"EC2 {instance.instance_type} (node pool {pool.name})" if managed else
-               f"EC2 {instance.instance_type}, the planning basis of {', '.join(i.instance_type for i in instances)} "
-               f"(node pool {pool.name}, {pool.provisioner})"),
+        pool.name, instance, node_disk_gib(pool), arch="arm64" if "_ARM_" in pool.ami_type else "amd64",
+        extra_labels=extra, min_nodes=pool.min_size, max_nodes=max_nodes, setting=setting,
+        count_setting=f"{setting}.{count_name}", basis=basis,
     )
-    return replace(shape, provisioner=pool.provisioner, gpu_names=() if managed else pool_gpu_names(instances))
+    return replace(shape, provisioner=pool.provisioner, gpu_names=gpu_names)
 
 
 def stated_nodes_shape(nodes: GpuNodesSpec, index: int) -> NodeShape:
@@ -317,7 +370,7 @@ def node_pool_warnings(spec: DeploymentSpec, shape: NodeShape, plan: ServingPlan
     if shape.provisioner not in NODEPOOL_PROVISIONERS or not isinstance(spec.cluster, EksCluster):
         return []
     pool = next((p for p in spec.cluster.node_pools if p.name == shape.pool), None)
-    if pool is None or pool.consolidate_after_seconds is None:
+    if not isinstance(pool, NodePoolLaunchedPool) or pool.consolidate_after_seconds is None:
         return []
     if pool.consolidate_after_seconds >= plan.startup_budget_seconds:
         return []

@@ -16,6 +16,12 @@ from pydantic import BaseModel, ValidationError
 from vllm_pulumi.runtime.errors import PlanningError, closest
 from vllm_pulumi.runtime.spec.cluster import EksCluster, KubeconfigCluster, RenderCluster
 from vllm_pulumi.runtime.spec.deployment import DeploymentSpec
+from vllm_pulumi.runtime.spec.node_pools import POOL_CLASSES, NodePoolBase, node_pool_settings
+
+# The tags of the spec's unions (cluster mode, pool provisioner): in an error's location, not in the stack file.
+_TAGGED: dict[str, type[BaseModel]] = {
+    "render": RenderCluster, "kubeconfig": KubeconfigCluster, "eks": EksCluster, **POOL_CLASSES,
+}
 
 
 class SpecError(ValueError):
@@ -32,7 +38,7 @@ def _path(loc: tuple[int | str, ...], root: str) -> str:
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"
-        elif part in ("render", "kubeconfig", "eks", "function-after[_exactly_one(), SecretRef]"):
+        elif part in _TAGGED or part == "function-after[_exactly_one(), SecretRef]":
             continue  # discriminator tags and validator names are not part of what the user wrote
         elif part.startswith(("function-", "constrained-")):
             continue
@@ -43,13 +49,12 @@ def _path(loc: tuple[int | str, ...], root: str) -> str:
 
 def _model_fields(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
     """Field names valid where an unknown key was written, to suggest the closest."""
-    tagged: dict[str, type[BaseModel]] = {"render": RenderCluster, "kubeconfig": KubeconfigCluster, "eks": EksCluster}
     current: type[BaseModel] | None = model
     for part in loc[:-1]:
         if isinstance(part, int) or current is None:
             continue
-        if part in tagged:
-            current = tagged[part]
+        if part in _TAGGED:
+            current = _TAGGED[part]
             continue
         field = current.model_fields.get(part)
         if field is None:
@@ -57,6 +62,8 @@ def _model_fields(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[st
         current = next(
             (c for c in _types_in(field.annotation) if isinstance(c, type) and issubclass(c, BaseModel)), None
         )
+    if current is not None and issubclass(current, NodePoolBase):
+        return list(node_pool_settings())  # a pool may name any provisioner's setting; its class refuses it by name
     return list(current.model_fields) if current is not None else []
 
 

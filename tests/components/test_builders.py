@@ -18,7 +18,7 @@ from vllm_pulumi.runtime.facts.model_catalog import CATALOG
 from vllm_pulumi.runtime.facts.models import catalog_model, parse_config
 from vllm_pulumi.runtime.planning.plans import ServingPlan
 from vllm_pulumi.runtime.planning.startup import STORAGE_READ_GB_PER_SECOND
-from vllm_pulumi.runtime.spec.node_pools import GpuNodePoolSpec
+from vllm_pulumi.runtime.spec.node_pools import ManagedNodeGroupPool
 
 from .specs import MULTINODE_MODEL, plan, stack
 
@@ -567,8 +567,8 @@ def test_addons_installed_only_when_needed(case: str, model: dict[str, Any], bas
     assert [a.key for a in addons.build_addons(spec, [serving_plan])] == keys, case
 
 
-def _pool(**settings: Any) -> GpuNodePoolSpec:
-    return GpuNodePoolSpec.model_validate({"name": "gpu", "instance_type": "p5.48xlarge",
+def _pool(**settings: Any) -> ManagedNodeGroupPool:
+    return ManagedNodeGroupPool.model_validate({"name": "gpu", "instance_type": "p5.48xlarge",
                                            "subnet_ids": ["subnet-1"], **settings})
 
 
