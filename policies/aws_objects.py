@@ -22,7 +22,7 @@ NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
 def managed_node_group_manifest(resource_type: str, props: Mapping[str, Any], name: str = "") -> dict[str, Any] | None:
     """The stand-in object for an EKS managed node group resource (pulumi-aws ``aws:eks/nodeGroup:NodeGroup``): the
     labels its nodes carry, from the group's labels and, for an instance type of the GPU facts, the labels the
-    kubelet and GPU Feature Discovery set (runtime.nodes.node_labels). None for any other resource."""
+    kubelet and GPU Feature Discovery set (runtime.planning.nodes.node_labels). None for any other resource."""
     if resource_type != NODE_GROUP_TYPE:
         return None
     labels = {str(k): str(v) for k, v in mapping(props.get("labels")).items()}

@@ -113,7 +113,7 @@ def render() -> str:
         "`--model` or the positional model (catalog ids and their Hugging Face ids, also as the last parts of a "
         "path); the GPU from the `vllm-pulumi.dev/gpu` annotation or a node selector or required affinity on "
         f"{', '.join(f'`{label}`' for label in GPU_LABELS)} (the last through the instance facts of "
-        "runtime/instances.py).",
+        "runtime/facts/instances.py).",
         "- **Workload kinds**: vLLM containers are found in the pod templates of Deployments, StatefulSets, Pods, "
         "LeaderWorkerSets, Jobs, CronJobs, DaemonSets and ReplicaSets, KubeRay RayService, RayCluster and RayJob "
         "(head and worker groups), and KServe InferenceService, (Cluster)ServingRuntime and LLMInferenceService. "

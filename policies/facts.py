@@ -147,7 +147,7 @@ def capacity_plan(server: Server) -> PlanResult:
     kv_dtype = command.value("kv-cache-dtype") or "auto"
     if kv_dtype not in _KV_DTYPES:
         return PlanResult(None, f"--kv-cache-dtype {kv_dtype!r} is not one the planner knows")
-    # Flags that change how vLLM sizes sliding-window layers and in-flight tokens (runtime.kvcache).
+    # Flags that change how vLLM sizes sliding-window layers and in-flight tokens (runtime.planning.kvcache).
     kv_flags = tuple(f"--{flag}" for flag in _KV_LAYOUT_FLAGS if command.has(flag))
     key = (tp, pp, values["max-model-len"], values["max-num-seqs"], values["max-num-batched-tokens"], utilization,
            kv_dtype, kv_flags)

@@ -1,6 +1,6 @@
 """Which GPU a pod is pinned to, from every common node label that names one: GPU Feature Discovery's product label,
 GKE's accelerator label, Karpenter's and EKS Auto Mode's GPU-name labels, and the well-known instance-type label
-(through runtime.instances). One table maps each label value to a GPU of runtime.gpus.
+(through runtime.facts.instances). One table maps each label value to a GPU of runtime.facts.gpus.
 
 A value the table knows but whose GPU is not in the catalog (a T4, a V100) still pins the GPU: the placement rule is
 satisfied, and the capacity rules say the GPU is outside the catalog instead of guessing.
@@ -32,7 +32,7 @@ _GKE: dict[str, str | None] = {
     "nvidia-tesla-k80": None, "nvidia-gb200": None, "nvidia-rtx-pro-6000": None,
 }
 # Karpenter's (and EKS Auto Mode's, which uses the same names) lower-case GPU names from EC2 DescribeInstanceTypes:
-# the catalog's (runtime.gpus.AWS_GPU_NAMES, the names the NodePool builder requires) plus EC2 GPUs outside it.
+# the catalog's (runtime.facts.gpus.AWS_GPU_NAMES, the names the NodePool builder requires) plus EC2 GPUs outside it.
 # "a100" covers p4d (40 GB) and p4de (80 GB): the smaller one decides, as for several allowed products.
 _AWS_GPU_NAME: dict[str, str | None] = {
     **{name: None for name in ("t4", "t4g", "v100", "k80", "m60", "b300")},
@@ -40,7 +40,7 @@ _AWS_GPU_NAME: dict[str, str | None] = {
        for name in set(AWS_GPU_NAMES.values())},
 }
 
-# EC2 GPU instance families runtime.instances does not describe: pinning one still pins a (non-catalog) GPU.
+# EC2 GPU instance families runtime.facts.instances does not describe: pinning one still pins a (non-catalog) GPU.
 _OTHER_GPU_INSTANCE_FAMILIES = ("g4dn.", "g4ad.", "g5g.", "p3.", "p3dn.", "p2.", "g3.", "g3s.", "g6f.", "gr6.",
                                 "p6-b300.")
 

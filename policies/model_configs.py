@@ -1,5 +1,5 @@
 """Models outside the catalog: their ``config.json`` from local files (``--model-config DIR_OR_FILE``) or, when the
-network allows, from the Hugging Face Hub, read into ModelFacts with ``runtime.models.parse_config`` (the same parser
+network allows, from the Hugging Face Hub, read into ModelFacts with ``runtime.facts.models.parse_config`` (the same parser
 the ``vllm-pulumi.dev/model-config`` annotation goes through).
 
 Local layout: a file is the config of every model the catalog does not know; a directory is searched for

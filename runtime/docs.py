@@ -98,11 +98,12 @@ def _default(field: Any) -> str:
 def render() -> str:
     lines = [
         "# Stack settings", "",
-        "<!-- Generated from runtime/spec.py and runtime/engine.py by `python -m runtime.docs`; do not edit. -->", "",
-        "A stack file holds one setting, `vllm-pulumi:deployment`, validated by `runtime.spec.parse_deployment`: "
+        "<!-- Generated from runtime/spec/ by `python -m runtime.docs`; do not edit. -->", "",
+        "A stack file holds one setting, `vllm-pulumi:deployment`, validated by "
+        "`runtime.planning.deployment.load_deployment`: "
         "unknown keys are refused (with the closest valid name), and settings are checked against each other and "
         "against the model and GPU facts before anything is registered. \"derived\" defaults are computed from "
-        "the model and hardware (`runtime/derive.py`); set them to override.", "",
+        "the model and hardware (`runtime/planning/`); set them to override.", "",
     ]
     for path, model in SECTIONS:
         lines += [f"## `{path}`", "", (model.__doc__ or "").strip().splitlines()[0], "",

@@ -1,7 +1,7 @@
 """GPU node pools launched by Karpenter or EKS Auto Mode: NodePools (karpenter.sh/v1) and the EC2NodeClass
 (karpenter.k8s.aws/v1) of a Karpenter pool.
 
-Everything comes from the pool spec and the GPU/instance facts (runtime/instances.py, runtime/gpus.py): the
+Everything comes from the pool spec and the GPU/instance facts (runtime/facts/instances.py, runtime/facts/gpus.py): the
 instance types, their GPU name and count, the architecture; capacity types in order of preference; the GPU limit;
 the nvidia.com/gpu taint; and disruption settings that never take a node whose model is still loading.
 

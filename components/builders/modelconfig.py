@@ -1,5 +1,5 @@
 """The ``vllm-pulumi.dev/model-config`` annotation: a model outside the catalog written back as the config.json fields
-the planner reads, so a policy re-plans it with ``runtime.models.parse_config`` exactly as the stack did."""
+the planner reads, so a policy re-plans it with ``runtime.facts.models.parse_config`` exactly as the stack did."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def gpu_count_label(provisioner: str) -> str:
 
 
 def gpu_toleration() -> dict[str, str]:
-    """Tolerates the GPU taint every GPU node of ours carries (runtime.nodes.GPU_TAINT), whatever its value."""
+    """Tolerates the GPU taint every GPU node of ours carries (runtime.vocabulary.GPU_TAINT), whatever its value."""
     return {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 
 
@@ -58,7 +58,7 @@ def karpenter_pod_scheduling(shape: NodeShape) -> dict[str, Any]:
 def gpu_pool_scheduling(plan: ServingPlan) -> dict[str, Any]:
     """A pod on the serving GPU pool (the serving pods, and the hydration Job beside them): only nodes with the
     planned GPU, by GFD's product label, or on a Karpenter or Auto Mode pool by the labels Karpenter knows before the
-    node exists; tolerating the GPU taint those nodes carry (runtime.nodes)."""
+    node exists; tolerating the GPU taint those nodes carry (runtime.vocabulary.GPU_TAINT)."""
     if plan.node_shape.provisioner in NODEPOOL_PROVISIONERS:
         selection = karpenter_pod_scheduling(plan.node_shape)
     else:

@@ -1,4 +1,4 @@
-"""KV-cache capacity (runtime.planner): one --max-model-len sequence fits, within the model's context, and so do
+"""KV-cache capacity (runtime.planning.capacity): one --max-model-len sequence fits, within the model's context, and so do
 --max-num-seqs sequences at full length."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _capacity_fix(server: Server, estimated_max_model_len: int) -> str:
 @rule("kv-cache-fits", group="Capacity", enforcement="mandatory", severity="high", kinds=SERVING_KINDS)
 def kv_cache_fits(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
     """With the model, GPU and engine flags, the KV cache holds at least one --max-model-len sequence
-    (runtime.planner.plan_capacity), and max-model-len is within the model's context.
+    (runtime.planning.capacity.plan_capacity), and max-model-len is within the model's context.
 
     Why: vLLM refuses to start when the KV cache cannot hold one full-length sequence; the pod crash-loops after every
     load.

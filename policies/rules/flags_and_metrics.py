@@ -24,7 +24,7 @@ _REMOVED_METRIC = re.compile("|".join(re.escape(name) for name in REMOVED_METRIC
     "removed-vllm-flags", group="vLLM flags and metrics", enforcement="mandatory", severity="high", kinds=SERVING_KINDS,
 )
 def removed_vllm_flags(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
-    """No vLLM flag that vLLM 0.33's parser rejects (runtime.engine.REMOVED_FLAGS, e.g. --disable-graceful-shutdown).
+    """No vLLM flag that vLLM 0.33's parser rejects (runtime.spec.engine.REMOVED_FLAGS, e.g. --disable-graceful-shutdown).
 
     Why: vLLM exits at argument parsing, so every pod crash-loops; these flags come from older guides.
 

@@ -96,7 +96,7 @@ def gpus_match_parallelism(res: Resource, settings: Mapping[str, Any]) -> Iterat
 @rule("tensor-parallel-divides-heads", group="GPUs", enforcement="mandatory", severity="high", kinds=SERVING_KINDS)
 def tensor_parallel_divides_heads(res: Resource, settings: Mapping[str, Any]) -> Iterator[Violation]:
     """--tensor-parallel-size divides the model's attention heads (and KV heads and MLP width), as vLLM requires
-    (runtime.parallelism).
+    (runtime.planning.parallelism).
 
     Why: vLLM refuses such a size at startup, after the pod was scheduled and the weights were read; e.g. Llama 3 70B
     with TP 5 (64 heads) never starts.

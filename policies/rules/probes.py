@@ -27,7 +27,7 @@ def startup_probe_covers_load(res: Resource, settings: Mapping[str, Any]) -> Ite
     """The vLLM container has a startupProbe whose window (initialDelaySeconds + periodSeconds x failureThreshold)
     covers the model's startup budget, by phase: bootstrap, the weight bytes over the storage's read speed, a cold
     torch.compile, KV profiling and CUDA graph capture by the model's layers and captured batch sizes, with a safety
-    factor (runtime.startup, docs/startup.md).
+    factor (runtime.planning.startup, docs/startup.md).
 
     Why: Loading tens of GB of weights and compiling CUDA graphs takes minutes. Until the startup probe succeeds,
     liveness and readiness are held back; a window shorter than the load restarts the pod in a loop (CrashLoopBackOff

@@ -93,7 +93,7 @@ class LifecycleSpec(StrictModel):
     pre_stop_sleep_seconds: int = Field(15, ge=0, le=300, description="Endpoints deregister before SIGTERM.")
     termination_margin_seconds: int = Field(30, ge=0, description="Slack after drain before SIGKILL.")
     termination_grace_period_seconds: int | None = Field(None, ge=1, description="None: preStop+drain+margin.")
-    startup_budget_seconds: int | None = Field(None, ge=30, description="None: by phase (runtime/startup.py).")
+    startup_budget_seconds: int | None = Field(None, ge=30, description="None: by phase (runtime/planning/startup.py).")
     compile_cache_warm: bool = Field(
         False, description="Declare the shared compile cache filled (a pod has started): budget the warm compile."
     )

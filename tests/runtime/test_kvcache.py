@@ -1,4 +1,4 @@
-"""vLLM's KV-cache grouping, block and concurrency arithmetic (runtime.kvcache), on hand-computed cases.
+"""vLLM's KV-cache grouping, block and concurrency arithmetic (runtime.planning.kvcache), on hand-computed cases.
 
 The same figures are compared with vLLM's own planner in tests/runtime/test_vllm_crosscheck.py."""
 

@@ -2,7 +2,7 @@
 
 Hypothesis generates a model deployment (catalog model, GPU, node size and the engine settings: TP, PP,
 max_model_len, max_num_seqs, max_num_batched_tokens, chunked prefill, prefix caching, kv_cache_dtype, dtype,
-quantization, gpu_memory_utilization, LoRA, extra_args). Ours: `parse_deployment` + `plan_deployment` accept or
+quantization, gpu_memory_utilization, LoRA, extra_args). Ours: `load_deployment` (spec and planning) accept or
 refuse. vLLM's: the same settings as a `vllm serve` argument list, parsed by vLLM's serve parser and built into an
 engine configuration by `EngineArgs.create_engine_config`, in one long-lived vLLM process
 (scripts/vllm_facts_probe.py --serve, one JSON line per case) on CPU, offline, against a directory holding the
