@@ -20,6 +20,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=toolchain.versions
 . "$HERE/toolchain.versions"
+# The names toolchain.versions pins, in its order (stamp keys name those a build reads).
+PINS=$(sed -n 's/^\([A-Z][A-Z0-9_]*\)=.*/\1/p' "$HERE/toolchain.versions")
 
 CACHE=${VLLM_PULUMI_CACHE:-$HOME/.cache/vllm-pulumi}
 TOOLS=$CACHE/tools
@@ -81,8 +83,12 @@ stamp_write() { mkdir -p "$STAMPS"; printf '%s\n' "$2" >"$STAMPS/$1"; }
 # `scripts/toolchain.sh key [TOOL...]` prints the keys without building (tests/test_toolchain_stamps.py).
 
 # Functions that log, time, stamp or compute keys: they change no built byte, so they are not part of any recipe.
-BOOKKEEPING_FUNCTIONS="say die run begin done_ stamp_ok stamp_write stamp_key recipe recipe_functions recipe_pins
-tool_sources build_function"
+declare -A BOOKKEEPING_FUNCTIONS=()
+for f in say die run begin done_ stamp_ok stamp_write stamp_key recipe recipe_functions recipe_pins tool_sources \
+    build_function; do
+    BOOKKEEPING_FUNCTIONS[$f]=1
+done
+unset f
 
 # The function that builds each tool: build_tools() dispatches through it and stamp_key() starts its recipe there.
 build_function() {
@@ -123,8 +129,8 @@ recipe_functions() {
         [ -n "${seen[$f]:-}" ] && continue
         seen[$f]=1
         for word in $(declare -f "$f" | grep -oE '[A-Za-z_][A-Za-z0-9_]*' | sort -u); do
-            if [ -z "${seen[$word]:-}" ] && declare -F "$word" >/dev/null &&
-                ! printf '%s\n' $BOOKKEEPING_FUNCTIONS | grep -qxF "$word"; then
+            if [ -z "${seen[$word]:-}" ] && [ -z "${BOOKKEEPING_FUNCTIONS[$word]:-}" ] &&
+                declare -F "$word" >/dev/null; then
                 queue+=("$word")
             fi
         done
@@ -134,30 +140,32 @@ recipe_functions() {
 
 # recipe_pins FUNCTION...: NAME=VALUE of each pin of toolchain.versions that the functions' text names.
 recipe_pins() {
-    local pin
-    for pin in $(sed -n 's/^\([A-Z][A-Z0-9_]*\)=.*/\1/p' "$HERE/toolchain.versions"); do
-        if declare -f "$@" | grep -qw "$pin"; then printf '%s=%s ' "$pin" "${!pin}"; fi
+    local -A named=()
+    local pin word
+    for word in $(declare -f "$@" | grep -oE '[A-Z][A-Z0-9_]*'); do named[$word]=1; done
+    for pin in $PINS; do
+        if [ -n "${named[$pin]:-}" ]; then printf '%s=%s ' "$pin" "${!pin}"; fi
     done
 }
 
-# recipe TOOL: the text stamp_key hashes: the recipe's functions, go_env (the build environment), and each source
-# file the build copies in (path and content hash).
+# recipe TOOL FUNCTION...: the text stamp_key hashes: the recipe's functions, go_env (the build environment), and
+# each source file the build copies in (path and content hash).
 recipe() {
-    local dir
-    # shellcheck disable=SC2046
-    declare -f $(recipe_functions "$(build_function "$1")") go_env
-    for dir in $(tool_sources "$1"); do
+    local tool=$1 dir
+    shift
+    declare -f "$@" go_env
+    for dir in $(tool_sources "$tool"); do
         (cd "$dir" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
     done
 }
 
 # stamp_key TOOL (after go_env): "TOOL PIN=VALUE... go<version> recipe-<hash>".
 stamp_key() {
-    local fn
+    local fn functions
     fn=$(build_function "$1") || die "unknown tool '$1' (known: $ALL_TOOLS)"
-    # shellcheck disable=SC2046
-    printf '%s %sgo%s recipe-%s\n' "$1" "$(recipe_pins $(recipe_functions "$fn"))" "$GO_VERSION" \
-        "$(recipe "$1" | sha256sum | cut -c1-16)"
+    mapfile -t functions < <(recipe_functions "$fn")
+    printf '%s %sgo%s recipe-%s\n' "$1" "$(recipe_pins "${functions[@]}")" "$GO_VERSION" \
+        "$(recipe "$1" "${functions[@]}" | sha256sum | cut -c1-16)"
 }
 
 LOG=
