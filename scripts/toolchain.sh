@@ -474,18 +474,17 @@ EOF
 }
 CRD_DIR=$CACHE/crds
 
-build_crds() {
-    local key entry entries
-    key=$(stamp_key crds)
-    if stamp_ok crds "$key" && [ -f "$CRD_DIR/SOURCES.tsv" ]; then say "CRDs cached in $CRD_DIR"; return; fi
-    begin crds "(lws $LWS_VERSION, keda $KEDA_VERSION, prometheus-operator $PROMETHEUS_OPERATOR_VERSION, karpenter $KARPENTER_VERSION, karpenter-provider-aws $KARPENTER_AWS_VERSION)"
+# extract_crds DIR LIST: the CRD files LIST (a function printing "MODULE VERSION_PIN PATH [GO_TOOLCHAIN_PIN]" a line)
+# names, copied out of the module cache into DIR (replaced whole) with a SOURCES.tsv naming module, version and path of
+# each.
+extract_crds() {
+    local out=$1 entry entries mod var path toolchain dir version
     mkdir -p "$SRC"
-    rm -rf "$CRD_DIR.new"
-    mkdir -p "$CRD_DIR.new"
-    printf 'file\tmodule\tversion\tpath\n' >"$CRD_DIR.new/SOURCES.tsv"
-    mapfile -t entries < <(crd_files)
+    rm -rf "$out.new"
+    mkdir -p "$out.new"
+    printf 'file\tmodule\tversion\tpath\n' >"$out.new/SOURCES.tsv"
+    mapfile -t entries < <("$2")
     for entry in "${entries[@]}"; do
-        local mod var path toolchain dir version
         read -r mod var path toolchain <<<"$entry"
         version=v${!var}
         if [ -n "$toolchain" ]; then
@@ -494,11 +493,19 @@ build_crds() {
             dir=$(go_mod_dir "$mod" "$version")
         fi
         [ -f "$dir/$path" ] || die "$mod@$version has no $path"
-        run install -m 0644 "$dir/$path" "$CRD_DIR.new/$(basename "$path")"
-        printf '%s\t%s\t%s\t%s\n' "$(basename "$path")" "$mod" "$version" "$path" >>"$CRD_DIR.new/SOURCES.tsv"
+        run install -m 0644 "$dir/$path" "$out.new/$(basename "$path")"
+        printf '%s\t%s\t%s\t%s\n' "$(basename "$path")" "$mod" "$version" "$path" >>"$out.new/SOURCES.tsv"
     done
-    rm -rf "$CRD_DIR"
-    mv "$CRD_DIR.new" "$CRD_DIR"
+    rm -rf "$out"
+    mv "$out.new" "$out"
+}
+
+build_crds() {
+    local key
+    key=$(stamp_key crds)
+    if stamp_ok crds "$key" && [ -f "$CRD_DIR/SOURCES.tsv" ]; then say "CRDs cached in $CRD_DIR"; return; fi
+    begin crds "(lws $LWS_VERSION, keda $KEDA_VERSION, prometheus-operator $PROMETHEUS_OPERATOR_VERSION, karpenter $KARPENTER_VERSION, karpenter-provider-aws $KARPENTER_AWS_VERSION)"
+    extract_crds "$CRD_DIR" crd_files
     done_ crds "(lws, keda, prometheus-operator, karpenter, karpenter-provider-aws)" "$key"
 }
 
@@ -538,27 +545,23 @@ build_karpenter_kwok() {
 # The CRDs Karpenter's controllers watch (it fails to start without any of them: NodePool, NodeClaim, NodeOverlay,
 # CapacityBuffer from pkg/apis/crds) and the KWOK provider's node class (kwok/apis/crds), into $CACHE/crds-karpenter-kwok,
 # a directory of their own: the simulation installs Karpenter's whole set; the stacks are validated against build_crds'.
+karpenter_kwok_crd_files() {
+    cat <<'EOF'
+sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodepools.yaml KARPENTER_GO_TOOLCHAIN
+sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodeclaims.yaml KARPENTER_GO_TOOLCHAIN
+sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodeoverlays.yaml KARPENTER_GO_TOOLCHAIN
+sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml KARPENTER_GO_TOOLCHAIN
+sigs.k8s.io/karpenter KARPENTER_VERSION kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml KARPENTER_GO_TOOLCHAIN
+EOF
+}
+
 build_karpenter_kwok_crds() {
-    local v=$KARPENTER_VERSION mod=sigs.k8s.io/karpenter dir f out=$CACHE/crds-karpenter-kwok
-    local key
+    local out=$CACHE/crds-karpenter-kwok key
     key=$(stamp_key karpenter-kwok-crds)
     if stamp_ok karpenter-kwok-crds "$key" && [ -f "$out/SOURCES.tsv" ]; then say "Karpenter KWOK CRDs cached in $out"; return; fi
-    begin karpenter-kwok-crds "$v"
-    mkdir -p "$SRC"
-    dir=$(with_karpenter_go go_mod_dir $mod "v$v")
-    rm -rf "$out.new"
-    mkdir -p "$out.new"
-    printf 'file\tmodule\tversion\tpath\n' >"$out.new/SOURCES.tsv"
-    for f in pkg/apis/crds/karpenter.sh_nodepools.yaml pkg/apis/crds/karpenter.sh_nodeclaims.yaml \
-        pkg/apis/crds/karpenter.sh_nodeoverlays.yaml pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml \
-        kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml; do
-        [ -f "$dir/$f" ] || die "$mod@v$v has no $f"
-        run install -m 0644 "$dir/$f" "$out.new/$(basename "$f")"
-        printf '%s\t%s\t%s\t%s\n' "$(basename "$f")" "$mod" "v$v" "$f" >>"$out.new/SOURCES.tsv"
-    done
-    rm -rf "$out"
-    mv "$out.new" "$out"
-    done_ karpenter-kwok-crds "$v" "$key"
+    begin karpenter-kwok-crds "$KARPENTER_VERSION"
+    extract_crds "$out" karpenter_kwok_crd_files
+    done_ karpenter-kwok-crds "$KARPENTER_VERSION" "$key"
 }
 
 # ---- plugin registration ---------------------------------------------------------------------

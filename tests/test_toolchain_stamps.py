@@ -101,10 +101,17 @@ CASES: dict[str, tuple[Edit, frozenset[str]]] = {
     "module_wrapper": (
         _in_script('run go mod edit -require="$2@$3" "${reps[@]}"',
                    'run go mod edit -require="$2@$3" "${reps[@]}" -droprequire=none'), MODULE_WRAPPED),
-    "the Go toolchain switch of the Karpenter builds": (
+    "the Go toolchain switch of the Karpenter build": (
         _in_script("    export GOTOOLCHAIN=$KARPENTER_GO_TOOLCHAIN\n",
                    "    export GOTOOLCHAIN=$KARPENTER_GO_TOOLCHAIN GOFLAGS=-buildvcs=false\n"),
-        frozenset({"karpenter-kwok", "karpenter-kwok-crds"})),
+        frozenset({"karpenter-kwok"})),
+    "the CRD extraction both CRD sets share": (
+        _in_script("run install -m 0644 \"$dir/$path\"", "run install -m 0444 \"$dir/$path\""),
+        frozenset({"crds", "karpenter-kwok-crds"})),
+    "the Karpenter KWOK CRD list": (
+        _in_script("sigs.k8s.io/karpenter KARPENTER_VERSION kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml "
+                   "KARPENTER_GO_TOOLCHAIN\n", ""),
+        frozenset({"karpenter-kwok-crds"})),
     "the build environment (go_env)": (_in_script("CGO_ENABLED=0", "CGO_ENABLED=1"), ALL_TOOLS),
     "the CRD list": (
         _in_script("config/crd/bases/keda.sh_scaledobjects.yaml\n",
