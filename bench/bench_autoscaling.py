@@ -34,11 +34,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
-from tests.e2e.autoscaled import Autoscaled, autoscaled, scraped  # noqa: E402
-from tests.e2e.cluster import missing_binaries, network_is_isolated, pod_ready, simulated_cluster  # noqa: E402
-from tests.e2e.engine import TOOLS  # noqa: E402
-from tests.e2e.keda import KEDA_BINARIES, start_keda  # noqa: E402
-from tests.e2e.simulation import serving_pods, simulated_variant  # noqa: E402
+from tests.e2e.harness.autoscaled import Autoscaled, autoscaled, scraped  # noqa: E402
+from tests.e2e.harness.cluster import missing_binaries, network_is_isolated, pod_ready, simulated_cluster  # noqa: E402
+from tests.e2e.harness.engine import TOOLS  # noqa: E402
+from tests.e2e.harness.keda import KEDA_BINARIES, start_keda  # noqa: E402
+from tests.e2e.harness.simulation import serving_pods, simulated_variant  # noqa: E402
 from tests.schema import crd_files  # noqa: E402
 
 HPA_SYNC_PERIOD_SECONDS = 15  # kube-controller-manager --horizontal-pod-autoscaler-sync-period default

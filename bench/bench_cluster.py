@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 from bench.bench_preview import HANDWRITTEN_PULUMI_YAML, pulumi, venv_prefix  # noqa: E402
-from tests.e2e.cluster import missing_binaries, network_is_isolated, simulated_cluster  # noqa: E402
-from tests.e2e.engine import TOOLS, copy_project, write_stack  # noqa: E402
+from tests.e2e.harness.cluster import missing_binaries, network_is_isolated, simulated_cluster  # noqa: E402
+from tests.e2e.harness.engine import TOOLS, copy_project, write_stack  # noqa: E402
 from tests.schema import crd_files  # noqa: E402
 
 TARGET_RATIO = 1.3

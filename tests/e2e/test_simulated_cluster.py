@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,14 @@ import pytest
 
 from vllm_pulumi.components.manifests import build_manifests
 from vllm_pulumi.runtime.derive import ServingPlan, plan_deployment
-from vllm_pulumi.runtime.nodes import GPU_RESOURCE, node_shapes
+from vllm_pulumi.runtime.nodes import node_shapes
 from vllm_pulumi.runtime.spec import parse_deployment
+from vllm_pulumi.runtime.vocabulary import GPU_PRODUCT_LABEL, GPU_RESOURCE, LWS_WORKER_INDEX_LABEL
 
-from ..schema import crd_files
-from .cluster import SimulatedCluster, pod_ready, simulated_cluster
-from .control_plane import object_path
-from .engine import requires_engine
-from .simulation import (
+from .harness.cluster import SimulatedCluster, pod_ready
+from .harness.control_plane import object_path
+from .harness.engine import requires_engine
+from .harness.simulation import (
     Deployed,
     deploy_on,
     Sampler,
@@ -44,12 +43,6 @@ pytestmark = [pytest.mark.e2e, requires_engine]
 ROLLOUT_TIMEOUT_SECONDS = 300
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[SimulatedCluster]:
-    with simulated_cluster(tmp_path / "cluster", crd_files=crd_files()) as running:
-        yield running
-
-
 def _assert_served(cluster: SimulatedCluster, deployed: Deployed) -> None:
     """Every serving pod Ready on a node of its GPU; LWS groups whole and spread; the Service routes to them."""
     for plan in deployed.plans:
@@ -60,7 +53,7 @@ def _assert_served(cluster: SimulatedCluster, deployed: Deployed) -> None:
             assert pod_ready(pod), pod["metadata"]["name"]
             node = cluster.node_of(pod)
             labels = node["metadata"]["labels"]
-            assert labels["nvidia.com/gpu.product"] == plan.gpu.product_label, (pod["metadata"]["name"], labels)
+            assert labels[GPU_PRODUCT_LABEL] == plan.gpu.product_label, (pod["metadata"]["name"], labels)
             assert pod["spec"]["nodeSelector"].items() <= labels.items()
             requested = int(pod["spec"]["containers"][0]["resources"]["limits"][GPU_RESOURCE])
             assert requested == plan.layout.gpus_per_pod <= int(node["status"]["allocatable"][GPU_RESOURCE])
@@ -80,7 +73,7 @@ def _assert_served(cluster: SimulatedCluster, deployed: Deployed) -> None:
             first_server = min(timestamp(pod["metadata"]["creationTimestamp"]) for pod in pods)
             assert timestamp(completed) <= first_server, "a serving pod was created before the weights were there"
         leaders = [pod for pod in pods if not plan.multi_node
-                   or pod["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/worker-index") == "0"]
+                   or pod["metadata"]["labels"].get(LWS_WORKER_INDEX_LABEL) == "0"]
         addresses = ready_endpoint_addresses(cluster, plan.namespace, plan.spec.name)
         assert addresses == sorted(pod["status"]["podIP"] for pod in leaders)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from vllm_pulumi.components.builders.autoscaling import scaled_object_name, served_model_name
 from vllm_pulumi.runtime.derive import ServingPlan
+from vllm_pulumi.runtime.vocabulary import LWS_WORKER_INDEX_LABEL
 
 from .cluster import SimulatedCluster
 from .control_plane import free_port
@@ -129,8 +130,7 @@ def scraped(scaled: Autoscaled) -> None:
     the Prometheus Operator gives it, and the HPA has read the queue through KEDA."""
     plan = scaled.plan
     servers = {pod["metadata"]["name"] for pod in serving_pods(scaled.cluster, plan)
-               if not plan.multi_node or pod["metadata"]["labels"].get(
-                   "leaderworkerset.sigs.k8s.io/worker-index") == "0"}
+               if not plan.multi_node or pod["metadata"]["labels"].get(LWS_WORKER_INDEX_LABEL) == "0"}
 
     def targets() -> bool:
         up = scaled.prometheus.targets_up(plan.spec.name)

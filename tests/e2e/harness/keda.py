@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from ..toolchain import BINARIES, module_dir, pinned_versions
+from tests.toolchain import BINARIES, module_dir, pinned_versions
 from .cluster import START_TIMEOUT_SECONDS, SimulatedCluster, serves_tls, serving_certificate
 from .control_plane import free_port
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from ..toolchain import BINARIES
+from tests.toolchain import BINARIES
 from .cluster import START_TIMEOUT_SECONDS, SimulatedCluster
 from .control_plane import free_port
 
