@@ -6,9 +6,9 @@ Prometheus and HPA controller, on the stacks' own settings.
 Not run by pytest; run it by hand (it re-runs itself through scripts/isolated.sh when it is not already in a network
 namespace of its own). Needs the toolchain (scripts/toolchain.sh).
 
-For each stack: `pulumi up` in a fresh simulated cluster (tests/e2e/autoscaled.py with compress=False: the stack's
-scrape interval, thresholds and windows; only the Prometheus address points at the test's Prometheus), then, per run,
-the first replica's queue goes from 0 to twice the threshold, and the bench polls every 0.1 s for:
+For each stack: `pulumi up` in a fresh simulated cluster (tests/e2e/harness/autoscaled.py with compress=False: the
+stack's scrape interval, thresholds and windows; only the Prometheus address points at the test's Prometheus), then, per
+run, the first replica's queue goes from 0 to twice the threshold, and the bench polls every 0.1 s for:
   scrape     - Prometheus returns the new queue (the ScaledObject's own query),
   keda+hpa   - the HPA controller, fed by KEDA's adapter, has raised the target's replicas,
   scheduling - the new pod is bound to a GPU node,

@@ -34,7 +34,7 @@ PULUMI_HOME_DIR=$TOOLS/pulumi-home
 # `make demo` needs only the engine; `make test` adds the simulated cluster and the upstream CRDs.
 DEMO_TOOLS="pulumi language-python kubernetes-provider"
 CLUSTER_TOOLS="kube-apiserver etcd kube-scheduler kube-controller-manager kwok lws-controller keda prometheus"
-# Karpenter with its KWOK cloud provider, and the CRDs it runs with (tests/e2e/karpenter.py).
+# Karpenter with its KWOK cloud provider, and the CRDs it runs with (tests/e2e/harness/karpenter.py).
 CLUSTER_TOOLS="$CLUSTER_TOOLS karpenter-kwok karpenter-kwok-crds"
 # The linters platform teams run over manifests; tests/policies/test_kube_score.py runs kube-score over the goldens.
 LINT_TOOLS="kube-score"

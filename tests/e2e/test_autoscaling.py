@@ -1,9 +1,10 @@
 """Queue-based autoscaling for real: the stacks' ScaledObjects, applied by `pulumi up`, drive KEDA's operator, its
-external-metrics adapter and admission webhooks (tests/e2e/keda.py) and the controller manager's HPA controller, on
-the queue Prometheus scrapes from a stand-in for vLLM's /metrics (tests/e2e/metrics.py), in the simulated cluster.
+external-metrics adapter and admission webhooks (tests/e2e/harness/keda.py) and the controller manager's HPA controller,
+on the queue Prometheus scrapes from a stand-in for vLLM's /metrics (tests/e2e/harness/metrics.py), in the simulated
+cluster.
 
-Time is compressed only through settings the stacks expose (tests/e2e/autoscaled.py); KEDA and the HPA controller run
-with their defaults.
+Time is compressed only through settings the stacks expose (tests/e2e/harness/autoscaled.py); KEDA and the HPA
+controller run with their defaults.
 """
 
 from __future__ import annotations

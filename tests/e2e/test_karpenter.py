@@ -1,5 +1,6 @@
-"""The `karpenter` stack under Karpenter itself: Karpenter core with its KWOK cloud provider (tests/e2e/karpenter.py)
-launches and removes the simulated cluster's GPU nodes for the stack's NodePool and vLLM Deployment.
+"""The `karpenter` stack under Karpenter itself: Karpenter core with its KWOK cloud provider
+(tests/e2e/harness/karpenter.py) launches and removes the simulated cluster's GPU nodes for the stack's NodePool and
+vLLM Deployment.
 
 The stack's objects are applied as rendered (``build_manifests``), not through `pulumi up`: the stack targets an EKS
 cluster (its program would create AWS resources), and what matters here is what Karpenter does with the objects.

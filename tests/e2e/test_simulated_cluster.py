@@ -3,7 +3,7 @@
 `pulumi up` runs without `skipAwait`: the Kubernetes provider waits for the hydration Job to complete, the
 Deployment or StatefulSets to roll out and the Service to get endpoints, exactly as in production. The scheduler
 places every pod by the nodes' labels, taints and allocatable resources, made from the same node facts the planner
-uses (tests/e2e/cluster.py). What each test proves is in its docstring.
+uses (tests/e2e/harness/cluster.py). What each test proves is in its docstring.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A reference stack up in the simulated cluster with KEDA (tests/e2e/keda.py), Prometheus and the vLLM metrics
-stand-in (tests/e2e/metrics.py): what the autoscaling tests and bench/bench_autoscaling.py share.
+"""A reference stack up in the simulated cluster with KEDA (tests/e2e/harness/keda.py), Prometheus and the vLLM metrics
+stand-in (tests/e2e/harness/metrics.py): what the autoscaling tests and bench/bench_autoscaling.py share.
 
 Time is compressed (``compress=True``, the tests) only through settings the stacks expose: the scrape interval, the
 startup budget (which paces the scale-up policy: one replica per budget) and the HPA's scale-down window. KEDA and the

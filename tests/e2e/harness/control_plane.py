@@ -6,7 +6,7 @@ admin in system:masters; the API server's self-signed serving certificate is the
 ``control_plane(..., controllers=False)`` is the API server alone: no `default` ServiceAccount (its admission plugin
 is off), no PVC-protection finalizer remover (that admission plugin is off too), no namespace finalizer remover (a
 deleted Namespace stays Terminating). With ``controllers=True`` every default admission plugin and the garbage
-collector stay on, for the simulated cluster (tests/e2e/cluster.py) whose controller manager handles them.
+collector stay on, for the simulated cluster (tests/e2e/harness/cluster.py) whose controller manager handles them.
 """
 
 from __future__ import annotations
