@@ -6,9 +6,9 @@ Prometheus and HPA controller, on the stacks' own settings.
 Not run by pytest; run it by hand (it re-runs itself through scripts/isolated.sh when it is not already in a network
 namespace of its own). Needs the toolchain (scripts/toolchain.sh).
 
-For each stack: `pulumi up` in a fresh simulated cluster (tests/e2e/autoscaled.py with compress=False: the stack's
-scrape interval, thresholds and windows; only the Prometheus address points at the test's Prometheus), then, per run,
-the first replica's queue goes from 0 to twice the threshold, and the bench polls every 0.1 s for:
+For each stack: `pulumi up` in a fresh simulated cluster (tests/e2e/harness/autoscaled.py with compress=False: the
+stack's scrape interval, thresholds and windows; only the Prometheus address points at the test's Prometheus), then, per
+run, the first replica's queue goes from 0 to twice the threshold, and the bench polls every 0.1 s for:
   scrape     - Prometheus returns the new queue (the ScaledObject's own query),
   keda+hpa   - the HPA controller, fed by KEDA's adapter, has raised the target's replicas,
   scheduling - the new pod is bound to a GPU node,
@@ -34,11 +34,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
-from tests.e2e.autoscaled import Autoscaled, autoscaled, scraped  # noqa: E402
-from tests.e2e.cluster import missing_binaries, network_is_isolated, pod_ready, simulated_cluster  # noqa: E402
-from tests.e2e.engine import TOOLS  # noqa: E402
-from tests.e2e.keda import KEDA_BINARIES, start_keda  # noqa: E402
-from tests.e2e.simulation import serving_pods, simulated_variant  # noqa: E402
+from tests.e2e.harness.autoscaled import Autoscaled, autoscaled, scraped  # noqa: E402
+from tests.e2e.harness.cluster import missing_binaries, network_is_isolated, pod_ready, simulated_cluster  # noqa: E402
+from tests.e2e.harness.engine import TOOLS  # noqa: E402
+from tests.e2e.harness.keda import KEDA_BINARIES, start_keda  # noqa: E402
+from tests.e2e.harness.simulation import serving_pods, simulated_variant  # noqa: E402
 from tests.schema import crd_files  # noqa: E402
 
 HPA_SYNC_PERIOD_SECONDS = 15  # kube-controller-manager --horizontal-pod-autoscaler-sync-period default

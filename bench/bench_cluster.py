@@ -5,10 +5,10 @@
 Not run by pytest; run it by hand (it re-runs itself through scripts/isolated.sh when it is not already in a network
 namespace of its own, like the tests). Needs the toolchain (scripts/toolchain.sh).
 
-One simulated cluster (tests/e2e/cluster.py: etcd, kube-apiserver, kube-scheduler, kube-controller-manager, KWOK,
-the LWS controller) with ``--nodes`` nodes of the stack's shape: 8x L40S (g6e.48xlarge), so the scheduler packs several
-single-GPU replicas per node. The generated stack serves ``--models`` models (the catalog's small ones in turn), one
-replica each, weights on a pre-provisioned shared volume without hydration (the bench measures the deploy path, not
+One simulated cluster (tests/e2e/harness/cluster.py: etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
+KWOK, the LWS controller) with ``--nodes`` nodes of the stack's shape: 8x L40S (g6e.48xlarge), so the scheduler packs
+several single-GPU replicas per node. The generated stack serves ``--models`` models (the catalog's small ones in turn),
+one replica each, weights on a pre-provisioned shared volume without hydration (the bench measures the deploy path, not
 KWOK's Job lifecycle), in namespace ``bench-ours``; the hand-written program registers the very same objects
 (``build_manifests`` of the stack, moved to namespace ``bench-hand``) as plainly as pulumi_kubernetes allows: one
 ConfigGroup for the built-in kinds and a CustomResource each for the rest. Both are awaited by the provider the same
@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 from bench.bench_preview import HANDWRITTEN_PULUMI_YAML, pulumi, venv_prefix  # noqa: E402
-from tests.e2e.cluster import missing_binaries, network_is_isolated, simulated_cluster  # noqa: E402
-from tests.e2e.engine import TOOLS, copy_project, write_stack  # noqa: E402
+from tests.e2e.harness.cluster import missing_binaries, network_is_isolated, simulated_cluster  # noqa: E402
+from tests.e2e.harness.engine import TOOLS, copy_project, write_stack  # noqa: E402
 from tests.schema import crd_files  # noqa: E402
 
 TARGET_RATIO = 1.3

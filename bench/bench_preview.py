@@ -42,8 +42,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.e2e.engine import ENGINE_TOOLS as NEEDED  # noqa: E402  (the e2e tests' project copy and toolchain)
-from tests.e2e.engine import TOOLS, copy_project  # noqa: E402
+from tests.e2e.harness.engine import ENGINE_TOOLS as NEEDED  # noqa: E402  (the e2e tests' project copy and toolchain)
+from tests.e2e.harness.engine import TOOLS, copy_project  # noqa: E402
 STACK = "local"
 TARGET_RATIO = 1.3
 

@@ -8,6 +8,8 @@
 #                                   karpenter-kwok kube-score crds karpenter-kwok-crds)
 #   scripts/toolchain.sh demo       only what `make demo` needs (the Pulumi engine and the provider)
 #   scripts/toolchain.sh env        print export lines for `eval "$(scripts/toolchain.sh env)"`
+#   scripts/toolchain.sh key [TOOL...]   print each tool's stamp key, building nothing (a tool is rebuilt when
+#                                   its stamp differs from it: see "stamp keys" below)
 #
 # Needs only Go (GOTOOLCHAIN=local, so the installed one), python3, and the Go module proxy.
 # Cache: ${VLLM_PULUMI_CACHE:-$HOME/.cache/vllm-pulumi}; binaries in tools/bin, one log per tool in
@@ -18,6 +20,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=toolchain.versions
 . "$HERE/toolchain.versions"
+# The names toolchain.versions pins, in its order (stamp keys name those a build reads).
+PINS=$(sed -n 's/^\([A-Z][A-Z0-9_]*\)=.*/\1/p' "$HERE/toolchain.versions")
 
 CACHE=${VLLM_PULUMI_CACHE:-$HOME/.cache/vllm-pulumi}
 TOOLS=$CACHE/tools
@@ -30,7 +34,7 @@ PULUMI_HOME_DIR=$TOOLS/pulumi-home
 # `make demo` needs only the engine; `make test` adds the simulated cluster and the upstream CRDs.
 DEMO_TOOLS="pulumi language-python kubernetes-provider"
 CLUSTER_TOOLS="kube-apiserver etcd kube-scheduler kube-controller-manager kwok lws-controller keda prometheus"
-# Karpenter with its KWOK cloud provider, and the CRDs it runs with (tests/e2e/karpenter.py).
+# Karpenter with its KWOK cloud provider, and the CRDs it runs with (tests/e2e/harness/karpenter.py).
 CLUSTER_TOOLS="$CLUSTER_TOOLS karpenter-kwok karpenter-kwok-crds"
 # The linters platform teams run over manifests; tests/policies/test_kube_score.py runs kube-score over the goldens.
 LINT_TOOLS="kube-score"
@@ -68,6 +72,101 @@ stamp_ok() {  # TOOL KEY BIN...
     for b in "$@"; do [ -x "$BIN/$b" ] || return 1; done
 }
 stamp_write() { mkdir -p "$STAMPS"; printf '%s\n' "$2" >"$STAMPS/$1"; }
+
+# ---- stamp keys: everything a build depends on ----------------------------------------------
+#
+# A tool is rebuilt when its stamp (tools/stamps/TOOL) differs from its key, so the key names everything that can
+# change what the build produces (scripts/TOOLCHAIN.md, "Stamps"): the installed Go version, the pins of
+# toolchain.versions the build reads, a hash of the bash functions that build it (its build function and every
+# function it calls, found in their text, less the bookkeeping ones below) and of the repo's source files it copies
+# in. `declare -f` prints a function without its comments, so a comment edit rebuilds nothing.
+# `scripts/toolchain.sh key [TOOL...]` prints the keys without building (tests/test_toolchain_stamps.py).
+
+# Functions that log, time, stamp or compute keys: they change no built byte, so they are not part of any recipe.
+declare -A BOOKKEEPING_FUNCTIONS=()
+for f in say die run begin done_ stamp_ok stamp_write stamp_key recipe recipe_functions recipe_pins tool_sources \
+    build_function; do
+    BOOKKEEPING_FUNCTIONS[$f]=1
+done
+unset f
+
+# The function that builds each tool: build_tools() dispatches through it and stamp_key() starts its recipe there.
+build_function() {
+    case $1 in
+        pulumi) echo build_pulumi ;;
+        language-python) echo build_language_python ;;
+        kubernetes-provider) echo build_kubernetes_provider ;;
+        kube-apiserver|kube-scheduler|kube-controller-manager) echo build_kube_binary ;;
+        etcd) echo build_etcd ;;
+        kwok) echo build_kwok ;;
+        lws-controller) echo build_lws ;;
+        keda) echo build_keda ;;
+        prometheus) echo build_prometheus ;;
+        kube-score) echo build_kube_score ;;
+        crds) echo build_crds ;;
+        karpenter-kwok) echo build_karpenter_kwok ;;
+        karpenter-kwok-crds) echo build_karpenter_kwok_crds ;;
+        *) return 1 ;;
+    esac
+}
+
+# The repo's own source folders a tool's build copies into its wrapper module.
+tool_sources() {
+    case $1 in
+        language-python) echo "$HERE/pulumi-language-python" ;;
+        prometheus) echo "$HERE/promql-check" ;;
+    esac
+}
+
+# recipe_functions FUNCTION: FUNCTION and every function of this script it calls, directly or not (a word of a
+# function's text that names a function counts as a call), bookkeeping apart; sorted.
+recipe_functions() {
+    local -A seen=()
+    local queue=("$1") f word
+    while [ ${#queue[@]} -gt 0 ]; do
+        f=${queue[0]}
+        queue=("${queue[@]:1}")
+        [ -n "${seen[$f]:-}" ] && continue
+        seen[$f]=1
+        for word in $(declare -f "$f" | grep -oE '[A-Za-z_][A-Za-z0-9_]*' | sort -u); do
+            if [ -z "${seen[$word]:-}" ] && [ -z "${BOOKKEEPING_FUNCTIONS[$word]:-}" ] &&
+                declare -F "$word" >/dev/null; then
+                queue+=("$word")
+            fi
+        done
+    done
+    printf '%s\n' "${!seen[@]}" | LC_ALL=C sort
+}
+
+# recipe_pins FUNCTION...: NAME=VALUE of each pin of toolchain.versions that the functions' text names.
+recipe_pins() {
+    local -A named=()
+    local pin word
+    for word in $(declare -f "$@" | grep -oE '[A-Z][A-Z0-9_]*'); do named[$word]=1; done
+    for pin in $PINS; do
+        if [ -n "${named[$pin]:-}" ]; then printf '%s=%s ' "$pin" "${!pin}"; fi
+    done
+}
+
+# recipe TOOL FUNCTION...: the text stamp_key hashes: the recipe's functions, go_env (the build environment), and
+# each source file the build copies in (path and content hash).
+recipe() {
+    local tool=$1 dir
+    shift
+    declare -f "$@" go_env
+    for dir in $(tool_sources "$tool"); do
+        (cd "$dir" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+    done
+}
+
+# stamp_key TOOL (after go_env): "TOOL PIN=VALUE... go<version> recipe-<hash>".
+stamp_key() {
+    local fn functions
+    fn=$(build_function "$1") || die "unknown tool '$1' (known: $ALL_TOOLS)"
+    mapfile -t functions < <(recipe_functions "$fn")
+    printf '%s %sgo%s recipe-%s\n' "$1" "$(recipe_pins "${functions[@]}")" "$GO_VERSION" \
+        "$(recipe "$1" "${functions[@]}" | sha256sum | cut -c1-16)"
+}
 
 LOG=
 run() {  # run a build step, appending to $LOG; on failure name the tool and the log
@@ -147,7 +246,8 @@ module_wrapper() {
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 
 build_pulumi() {
-    local key="pulumi v$PULUMI_VERSION" found v
+    local key found v
+    key=$(stamp_key pulumi)
     if stamp_ok pulumi "$key" pulumi; then say "pulumi $PULUMI_VERSION cached"; return; fi
     # A suitable pulumi CLI elsewhere on PATH: link it instead of building.
     found=$(PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$BIN" | paste -sd: -) command -v pulumi || true)
@@ -183,10 +283,11 @@ build_pulumi() {
 
 # ---- 2. Python language host -----------------------------------------------------------------
 
+# The stand-in host's source is scripts/pulumi-language-python (why it exists: its main.go); its files are copied into
+# the wrapper module, which requires sdk/v3 at PULUMI_LANGUAGE_PYTHON_VERSION, and built there.
 build_language_python() {
-    # The key includes a hash of the host's source, so editing it below triggers a rebuild.
     local key
-    key="language-python v$PULUMI_LANGUAGE_PYTHON_VERSION standin-$(write_language_host_source | cksum | cut -d' ' -f1)"
+    key=$(stamp_key language-python)
     if stamp_ok language-python "$key" pulumi-language-python pulumi-language-python-exec; then
         say "pulumi-language-python $PULUMI_LANGUAGE_PYTHON_VERSION cached"; return
     fi
@@ -197,7 +298,7 @@ build_language_python() {
     new_wrapper language-python
     mapfile -t reps < <(replace_args "$sdk" drop-local)
     run go mod edit -require="github.com/pulumi/pulumi/sdk/v3@v$PULUMI_LANGUAGE_PYTHON_VERSION" "${reps[@]}"
-    write_language_host_source >main.go
+    run cp "$(tool_sources language-python)"/*.go .
     run go build -mod=mod -trimpath \
         -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_LANGUAGE_PYTHON_VERSION" \
         -o "$BIN/pulumi-language-python" .
@@ -205,473 +306,12 @@ build_language_python() {
     done_ language-python "$PULUMI_LANGUAGE_PYTHON_VERSION" "$key"
 }
 
-write_language_host_source() {
-    cat <<'GO'
-// Stand-in Python language host, written by vllm-pulumi's scripts/toolchain.sh (not upstream code).
-//
-// The upstream module github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3 is not served
-// by the Go module proxy reachable here, so this small host is built on sdk/v3 instead. It covers what
-// `pulumi preview/up/destroy/refresh` and Python policy packs need:
-//   - Run: runs the program with pulumi-language-python-exec (copied from sdk/v3, next to this binary),
-//     in the toolchain/virtualenv named by Pulumi.yaml's runtime options (else the active one).
-//   - RunPlugin: policy packs (`python -m pulumi.policy`) and plugins with a __main__.py.
-//   - InstallDependencies, About, GetProgramDependencies, Handshake, GetPluginInfo, Cancel.
-//
-// It reports no required packages (the engine loads providers on demand); code generation, templates,
-// packing and linking are not implemented.
-package main
-
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"os/exec"
-	"os/signal"
-	"path/filepath"
-	"strconv"
-	"sync"
-	"syscall"
-	"time"
-
-	sdk "github.com/pulumi/pulumi/sdk/v3"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/util/cmdutil"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/util/logging"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/version"
-	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
-	"github.com/pulumi/pulumi/sdk/v3/python/toolchain"
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/types/known/emptypb"
-)
-
-// Exit status of pulumi-language-python-exec after it has printed a message meant for the user.
-const userActionableExit = 32
-
-type host struct {
-	pulumirpc.UnimplementedLanguageRuntimeServer
-
-	execScript string
-	tracing    string
-
-	mu       sync.Mutex
-	engine   string
-	stop     context.Context // cancelled by the Cancel RPC
-	stopAll  context.CancelFunc
-	shutdown func() // stops the gRPC server (engine gone or interrupted)
-}
-
-func main() {
-	showVersion := flag.Bool("version", false, "print the version and exit")
-	tracing := flag.String("tracing", "", "Zipkin-compatible tracing endpoint (passed on to the program)")
-	executor := flag.String("use-executor", "", "path of pulumi-language-python-exec (default: next to this binary)")
-	flag.Parse()
-	if *showVersion {
-		fmt.Println(version.Version)
-		return
-	}
-	logging.InitLogging(false, 0, false)
-
-	script := *executor
-	if script == "" {
-		self, err := os.Executable()
-		if err != nil {
-			cmdutil.Exit(fmt.Errorf("cannot locate this executable: %w", err))
-		}
-		script = filepath.Join(filepath.Dir(self), "pulumi-language-python-exec")
-	}
-	if _, err := os.Stat(script); err != nil {
-		cmdutil.Exit(fmt.Errorf("missing executor %s: %w", script, err))
-	}
-
-	stop, stopAll := context.WithCancel(context.Background())
-	h := &host{execScript: script, tracing: *tracing, stop: stop, stopAll: stopAll}
-
-	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer sigStop()
-	cancel := make(chan bool)
-	var once sync.Once
-	h.shutdown = func() { once.Do(func() { close(cancel) }) }
-	go func() { <-sigCtx.Done(); h.shutdown() }()
-
-	if args := flag.Args(); len(args) > 0 {
-		h.engine = args[0]
-		if err := rpcutil.Healthcheck(sigCtx, h.engine, 5*time.Minute, sigStop); err != nil {
-			cmdutil.Exit(fmt.Errorf("cannot start the engine health check: %w", err))
-		}
-	}
-
-	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
-		Cancel: cancel,
-		Init: func(s *grpc.Server) error {
-			pulumirpc.RegisterLanguageRuntimeServer(s, h)
-			return nil
-		},
-		Options: rpcutil.TracingServerInterceptorOptions(nil),
-	})
-	if err != nil {
-		cmdutil.Exit(fmt.Errorf("cannot start the language host gRPC server: %w", err))
-	}
-	fmt.Printf("%d\n", handle.Port)
-	if err := <-handle.Done; err != nil {
-		cmdutil.Exit(fmt.Errorf("language host gRPC server stopped: %w", err))
-	}
-}
-
-func (h *host) engineAddr() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.engine
-}
-
-// pythonOptions reads Pulumi.yaml's runtime options (virtualenv, toolchain) into toolchain options.
-func pythonOptions(info *pulumirpc.ProgramInfo, plugin bool) (toolchain.PythonOptions, error) {
-	opts := toolchain.PythonOptions{}
-	if info == nil {
-		opts.Toolchain = toolchain.Pip
-		return opts, nil
-	}
-	opts.Root, opts.ProgramDir = info.RootDirectory, info.ProgramDirectory
-	var m map[string]any
-	if info.Options != nil {
-		m = info.Options.AsMap()
-	}
-	if v, ok := m["virtualenv"]; ok {
-		s, ok := v.(string)
-		if !ok {
-			return opts, errors.New("runtime option virtualenv must be a string")
-		}
-		opts.Virtualenv = s
-	}
-	if v, ok := m["toolchain"]; ok {
-		switch v {
-		case "pip":
-			opts.Toolchain = toolchain.Pip
-		case "poetry":
-			opts.Toolchain = toolchain.Poetry
-		case "uv":
-			opts.Toolchain = toolchain.Uv
-		default:
-			return opts, fmt.Errorf("unsupported runtime option toolchain: %v", v)
-		}
-	}
-	if plugin && opts.Virtualenv == "" && (opts.Toolchain == toolchain.Pip || opts.Toolchain == toolchain.Auto) {
-		opts.Virtualenv = "venv"
-	}
-	return opts, nil
-}
-
-func (h *host) Handshake(ctx context.Context, req *pulumirpc.LanguageHandshakeRequest,
-) (*pulumirpc.LanguageHandshakeResponse, error) {
-	h.mu.Lock()
-	h.engine = req.EngineAddress
-	h.mu.Unlock()
-	if req.EngineAddress != "" {
-		hc, stop := context.WithCancel(context.Background())
-		go func() { <-hc.Done(); h.shutdown() }()
-		if err := rpcutil.Healthcheck(hc, req.EngineAddress, 5*time.Minute, stop); err != nil {
-			return nil, fmt.Errorf("cannot start the engine health check: %w", err)
-		}
-	}
-	return &pulumirpc.LanguageHandshakeResponse{}, nil
-}
-
-func (h *host) GetPluginInfo(context.Context, *emptypb.Empty) (*pulumirpc.PluginInfo, error) {
-	return &pulumirpc.PluginInfo{Version: version.Version}, nil
-}
-
-func (h *host) GetRequiredPlugins(context.Context, *pulumirpc.GetRequiredPluginsRequest,
-) (*pulumirpc.GetRequiredPluginsResponse, error) {
-	return &pulumirpc.GetRequiredPluginsResponse{}, nil
-}
-
-func (h *host) GetRequiredPackages(context.Context, *pulumirpc.GetRequiredPackagesRequest,
-) (*pulumirpc.GetRequiredPackagesResponse, error) {
-	return &pulumirpc.GetRequiredPackagesResponse{}, nil
-}
-
-func (h *host) Cancel(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
-	h.stopAll()
-	return &emptypb.Empty{}, nil
-}
-
-func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.RunResponse, error) {
-	if req.Info == nil {
-		return nil, errors.New("RunRequest carries no program info")
-	}
-	opts, err := pythonOptions(req.Info, false)
-	if err != nil {
-		return nil, err
-	}
-	tc, err := toolchain.ResolveToolchain(opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := tc.ValidateVenv(ctx); err != nil {
-		return nil, err
-	}
-
-	args := []string{h.execScript}
-	flagArg := func(name, value string) {
-		if value != "" {
-			args = append(args, "--"+name, value)
-		}
-	}
-	flagArg("monitor", req.MonitorAddress)
-	flagArg("engine", h.engineAddr())
-	flagArg("project", req.Project)
-	flagArg("root_directory", req.Info.RootDirectory)
-	flagArg("stack", req.Stack)
-	flagArg("pwd", req.Pwd)
-	flagArg("dry_run", strconv.FormatBool(req.DryRun))
-	flagArg("parallel", strconv.Itoa(int(req.Parallel)))
-	flagArg("tracing", h.tracing)
-	flagArg("organization", req.Organization)
-	args = append(args, req.Info.EntryPoint)
-	args = append(args, req.Args...)
-
-	runCtx, stopRun := context.WithCancel(h.stop)
-	defer stopRun()
-	context.AfterFunc(ctx, stopRun)
-	cmd, err := tc.Command(runCtx, args...)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	env := cmd.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	if req.Config != nil {
-		b, err := json.Marshal(req.Config)
-		if err != nil {
-			return nil, err
-		}
-		env = append(env, "PULUMI_CONFIG="+string(b))
-	}
-	keys := req.ConfigSecretKeys
-	if keys == nil {
-		keys = []string{}
-	}
-	b, err := json.Marshal(keys)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Env = append(env, "PULUMI_CONFIG_SECRET_KEYS="+string(b))
-
-	if err := cmd.Run(); err != nil {
-		_ = os.Stdout.Sync()
-		_ = os.Stderr.Sync()
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Exited() {
-				if ws.ExitStatus() == userActionableExit {
-					return &pulumirpc.RunResponse{Bail: true}, nil
-				}
-				return &pulumirpc.RunResponse{
-					Error: fmt.Sprintf("program exited with non-zero exit code: %d", ws.ExitStatus()),
-				}, nil
-			}
-			return &pulumirpc.RunResponse{Error: fmt.Sprintf("program exited unexpectedly: %v", err)}, nil
-		}
-		return &pulumirpc.RunResponse{
-			Error: fmt.Sprintf("problem executing program (could not run language executor): %v", err),
-		}, nil
-	}
-	return &pulumirpc.RunResponse{}, nil
-}
-
-func (h *host) InstallDependencies(req *pulumirpc.InstallDependenciesRequest,
-	server pulumirpc.LanguageRuntime_InstallDependenciesServer,
-) error {
-	opts, err := pythonOptions(req.Info, req.IsPlugin)
-	if err != nil {
-		return err
-	}
-	closer, stdout, stderr, err := rpcutil.MakeInstallDependenciesStreams(server, req.IsTerminal)
-	if err != nil {
-		return err
-	}
-	defer closer.Close()
-	tc, err := toolchain.ResolveToolchain(opts)
-	if err != nil {
-		return err
-	}
-	dir := ""
-	if req.Info != nil {
-		dir = req.Info.ProgramDirectory
-	}
-	fmt.Fprintln(stdout, "Installing dependencies...")
-	if err := tc.InstallDependencies(server.Context(), dir, req.UseLanguageVersionTools, true, stdout, stderr); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, "Finished installing dependencies")
-	return closer.Close()
-}
-
-func (h *host) About(ctx context.Context, req *pulumirpc.AboutRequest) (*pulumirpc.AboutResponse, error) {
-	var info *pulumirpc.ProgramInfo
-	if req != nil {
-		info = req.Info
-	}
-	opts, err := pythonOptions(info, false)
-	if err != nil {
-		return nil, err
-	}
-	tc, err := toolchain.ResolveToolchain(opts)
-	if err != nil {
-		return nil, err
-	}
-	about, err := tc.About(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &pulumirpc.AboutResponse{
-		Executable: about.PythonExecutable,
-		Version:    about.PythonVersion.String(),
-		Metadata:   map[string]string{"toolchain": toolchain.Name(opts.Toolchain)},
-	}, nil
-}
-
-func (h *host) GetProgramDependencies(ctx context.Context, req *pulumirpc.GetProgramDependenciesRequest,
-) (*pulumirpc.GetProgramDependenciesResponse, error) {
-	opts, err := pythonOptions(req.Info, false)
-	if err != nil {
-		return nil, err
-	}
-	tc, err := toolchain.ResolveToolchain(opts)
-	if err != nil {
-		return nil, err
-	}
-	pkgs, err := tc.ListPackages(ctx, req.TransitiveDependencies)
-	if err != nil {
-		return nil, fmt.Errorf("listing Python packages: %w", err)
-	}
-	resp := &pulumirpc.GetProgramDependenciesResponse{}
-	for _, p := range pkgs {
-		resp.Dependencies = append(resp.Dependencies, &pulumirpc.DependencyInfo{Name: p.Name, Version: p.Version})
-	}
-	return resp, nil
-}
-
-func (h *host) RuntimeOptionsPrompts(context.Context, *pulumirpc.RuntimeOptionsRequest,
-) (*pulumirpc.RuntimeOptionsResponse, error) {
-	return &pulumirpc.RuntimeOptionsResponse{}, nil
-}
-
-// RunPlugin runs a policy pack (kind "analyzer": `python -u -m pulumi.policy ARGS... DIR`, in DIR, with the
-// stack's configuration in the environment) or a plugin directory with a __main__.py (`python DIR ARGS...`).
-func (h *host) RunPlugin(req *pulumirpc.RunPluginRequest, server pulumirpc.LanguageRuntime_RunPluginServer) error {
-	ctx := server.Context()
-	if req.Info == nil {
-		return errors.New("RunPluginRequest carries no program info")
-	}
-	analyzer := req.Kind == "analyzer"
-	opts, err := pythonOptions(req.Info, !analyzer)
-	if err != nil {
-		return err
-	}
-	tc, err := toolchain.ResolveToolchain(opts)
-	if err != nil {
-		return err
-	}
-	var args []string
-	if analyzer {
-		args = append([]string{"-u", "-m", "pulumi.policy"}, req.Args...)
-		args = append(args, req.Info.ProgramDirectory)
-	} else {
-		if _, err := os.Stat(filepath.Join(req.Info.ProgramDirectory, "__main__.py")); err != nil {
-			return fmt.Errorf("plugin %s has no __main__.py (packaged Python plugins are not supported by this host)",
-				req.Info.ProgramDirectory)
-		}
-		args = append([]string{req.Info.ProgramDirectory}, req.Args...)
-	}
-	cmd, err := tc.Command(ctx, args...)
-	if err != nil {
-		return err
-	}
-	closer, stdout, stderr, err := rpcutil.MakeRunPluginStreams(server, false)
-	if err != nil {
-		return err
-	}
-	defer closer.Close()
-	if analyzer {
-		cmd.Dir = req.Info.ProgramDirectory
-	} else {
-		cmd.Dir = req.Pwd
-	}
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-
-	var proxy *sdk.PolicyProxy
-	if analyzer {
-		// The engine's StackConfigure call reaches the proxy first; the policy pack gets the stack's
-		// configuration through its environment, then the proxy forwards everything to it.
-		proxy, stdout, err = sdk.NewPolicyProxy(ctx, stdout)
-		if err != nil {
-			return fmt.Errorf("cannot start the policy pack proxy: %w", err)
-		}
-		conf, err := proxy.AwaitConfiguration(ctx)
-		if err != nil {
-			return fmt.Errorf("cannot get the stack configuration: %w", err)
-		}
-		if conf != nil {
-			setenv := func(k, v string) {
-				if v != "" {
-					cmd.Env = append(cmd.Env, k+"="+v)
-				}
-			}
-			setenv("PULUMI_ORGANIZATION", conf.Organization)
-			setenv("PULUMI_PROJECT", conf.Project)
-			setenv("PULUMI_STACK", conf.Stack)
-			setenv("PULUMI_DRY_RUN", strconv.FormatBool(conf.DryRun))
-			if conf.Config != nil {
-				b, err := json.Marshal(conf.Config)
-				if err != nil {
-					return err
-				}
-				setenv("PULUMI_CONFIG", string(b))
-			}
-		}
-	}
-	cmd.Env = append(cmd.Env, req.Env...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot run the plugin: %w", err)
-	}
-	if proxy != nil {
-		if err := proxy.Attach(ctx, cmd); err != nil {
-			return fmt.Errorf("cannot attach the policy pack proxy: %w", err)
-		}
-		return nil
-	}
-	if err := cmd.Wait(); err != nil {
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok {
-				return server.Send(&pulumirpc.RunPluginResponse{
-					Output: &pulumirpc.RunPluginResponse_Exitcode{Exitcode: int32(ws.ExitStatus())},
-				})
-			}
-		}
-		return fmt.Errorf("plugin exited unexpectedly: %w", err)
-	}
-	return closer.Close()
-}
-GO
-}
-
 # ---- 3. Kubernetes provider ------------------------------------------------------------------
 
 build_kubernetes_provider() {
     local v=$KUBERNETES_PROVIDER_VERSION mv=$KUBERNETES_PROVIDER_MODULE_VERSION
-    local key="kubernetes-provider $mv $v sdk $KUBERNETES_PROVIDER_GO_SDK_VERSION"
+    local key
+    key=$(stamp_key kubernetes-provider)
     local mod=github.com/pulumi/pulumi-kubernetes/provider/v4
     if stamp_ok kubernetes-provider "$key" pulumi-resource-kubernetes; then
         say "pulumi-resource-kubernetes $v cached"; return
@@ -704,7 +344,8 @@ build_kubernetes_provider() {
 # shape and the Go build cache, so the second and third compile only their own packages.
 build_kube_binary() {
     local name=$1 v=$KUBE_VERSION
-    local key="$name v$KUBE_VERSION"
+    local key
+    key=$(stamp_key "$name")
     if stamp_ok "$name" "$key" "$name"; then say "$name $v cached"; return; fi
     begin "$name" "$v"
     local gomod minor major staging date
@@ -730,12 +371,12 @@ build_kube_binary() {
 # ---- 5-7. etcd, KWOK, the LWS controller: one main package of one module each ----------------------
 
 # build_module_main TOOL VERSION MODULE PACKAGE REPLACE_MODE [LDFLAGS...]: build MODULE's PACKAGE at vVERSION into
-# $BIN/TOOL in a wrapper module that repeats MODULE's replace directives (REPLACE_MODE as in replace_args), stamped
-# "TOOL vVERSION".
+# $BIN/TOOL in a wrapper module that repeats MODULE's replace directives (REPLACE_MODE as in replace_args).
 build_module_main() {
     local tool=$1 v=$2 mod=$3 pkg=$4 mode=$5
     shift 5
-    local key="$tool v$v"
+    local key
+    key=$(stamp_key "$tool")
     if stamp_ok "$tool" "$key" "$tool"; then say "$tool $v cached"; return; fi
     begin "$tool" "$v"
     module_wrapper "$tool" "$mod" "v$v" "$mode"
@@ -764,7 +405,8 @@ build_lws() {
 # webhooks, from one wrapper module (KEDA's go.mod has only non-local replaces, which the wrapper repeats).
 build_keda() {
     local v=$KEDA_VERSION mod=github.com/kedacore/keda/v2
-    local key="keda v$v" c
+    local key c
+    key=$(stamp_key keda)
     if stamp_ok keda "$key" keda-operator keda-adapter keda-webhooks; then say "keda $v cached"; return; fi
     begin keda "$v"
     module_wrapper keda $mod "v$v" drop-local
@@ -779,9 +421,9 @@ build_keda() {
 # The server is built without the builtinassets tag: no web UI, the HTTP API is all the tests use.
 build_prometheus() {
     local v=$PROMETHEUS_VERSION mod=github.com/prometheus/prometheus
-    local check=$HERE/promql-check/main.go
-    local key
-    key="prometheus v$v promql-check $(sha256sum <"$check" | cut -c1-16)"
+    local check key
+    check=$(tool_sources prometheus)/main.go
+    key=$(stamp_key prometheus)
     if stamp_ok prometheus "$key" prometheus promql-check; then say "prometheus $v cached"; return; fi
     begin prometheus "$v (app $PROMETHEUS_APP_VERSION)"
     module_wrapper prometheus $mod "v$v" drop-local
@@ -799,7 +441,8 @@ build_prometheus() {
 # normally sets it through main.version.
 build_kube_score() {
     local v=$KUBE_SCORE_VERSION mod=github.com/zegl/kube-score
-    local key="kube-score v$v"
+    local key
+    key=$(stamp_key kube-score)
     if stamp_ok kube-score "$key" kube-score; then say "kube-score $v cached"; return; fi
     begin kube-score "$v"
     module_wrapper kube-score $mod "v$v" drop-local
@@ -813,30 +456,35 @@ build_kube_score() {
 # The custom resources the stacks render are validated against their upstream CRDs at the versions the project
 # pins (the add-on charts' app versions). The modules ship them; they are copied out of the module cache into
 # $CACHE/crds (outside the repo) with a SOURCES.tsv naming module, version and path of each.
-CRD_FILES=(
-    "sigs.k8s.io/lws LWS_VERSION config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"
-    "github.com/kedacore/keda/v2 KEDA_VERSION config/crd/bases/keda.sh_scaledobjects.yaml"
-    "github.com/kedacore/keda/v2 KEDA_VERSION config/crd/bases/keda.sh_triggerauthentications.yaml"
-    "github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
-    "github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml"
-    "github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"
-    "sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodepools.yaml KARPENTER_GO_TOOLCHAIN"
-    "sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodeclaims.yaml KARPENTER_GO_TOOLCHAIN"
-    "github.com/aws/karpenter-provider-aws KARPENTER_AWS_VERSION pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml KARPENTER_GO_TOOLCHAIN"
-)
-# An optional fourth field names the pin of the Go toolchain a module's go.mod asks for (else the installed one).
+# One line a CRD: module, the pin of its version, its path in the module, and optionally the pin of the Go toolchain
+# the module's go.mod asks for (else the installed one). A function, not an array, so that its text is part of the
+# crds recipe (stamp_key).
+crd_files() {
+    cat <<'EOF'
+sigs.k8s.io/lws LWS_VERSION config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml
+github.com/kedacore/keda/v2 KEDA_VERSION config/crd/bases/keda.sh_scaledobjects.yaml
+github.com/kedacore/keda/v2 KEDA_VERSION config/crd/bases/keda.sh_triggerauthentications.yaml
+github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml
+github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml
+github.com/prometheus-operator/prometheus-operator PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml
+sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodepools.yaml KARPENTER_GO_TOOLCHAIN
+sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodeclaims.yaml KARPENTER_GO_TOOLCHAIN
+github.com/aws/karpenter-provider-aws KARPENTER_AWS_VERSION pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml KARPENTER_GO_TOOLCHAIN
+EOF
+}
 CRD_DIR=$CACHE/crds
 
-build_crds() {
-    local key="crds lws $LWS_VERSION keda $KEDA_VERSION prometheus-operator $PROMETHEUS_OPERATOR_VERSION karpenter $KARPENTER_VERSION karpenter-aws $KARPENTER_AWS_VERSION $KARPENTER_GO_TOOLCHAIN" entry
-    if stamp_ok crds "$key" && [ -f "$CRD_DIR/SOURCES.tsv" ]; then say "CRDs cached in $CRD_DIR"; return; fi
-    begin crds "(lws $LWS_VERSION, keda $KEDA_VERSION, prometheus-operator $PROMETHEUS_OPERATOR_VERSION, karpenter $KARPENTER_VERSION, karpenter-provider-aws $KARPENTER_AWS_VERSION)"
+# extract_crds DIR LIST: the CRD files LIST (a function printing "MODULE VERSION_PIN PATH [GO_TOOLCHAIN_PIN]" a line)
+# names, copied out of the module cache into DIR (replaced whole) with a SOURCES.tsv naming module, version and path of
+# each.
+extract_crds() {
+    local out=$1 entry entries mod var path toolchain dir version
     mkdir -p "$SRC"
-    rm -rf "$CRD_DIR.new"
-    mkdir -p "$CRD_DIR.new"
-    printf 'file\tmodule\tversion\tpath\n' >"$CRD_DIR.new/SOURCES.tsv"
-    for entry in "${CRD_FILES[@]}"; do
-        local mod var path toolchain dir version
+    rm -rf "$out.new"
+    mkdir -p "$out.new"
+    printf 'file\tmodule\tversion\tpath\n' >"$out.new/SOURCES.tsv"
+    mapfile -t entries < <("$2")
+    for entry in "${entries[@]}"; do
         read -r mod var path toolchain <<<"$entry"
         version=v${!var}
         if [ -n "$toolchain" ]; then
@@ -845,12 +493,20 @@ build_crds() {
             dir=$(go_mod_dir "$mod" "$version")
         fi
         [ -f "$dir/$path" ] || die "$mod@$version has no $path"
-        run install -m 0644 "$dir/$path" "$CRD_DIR.new/$(basename "$path")"
-        printf '%s\t%s\t%s\t%s\n' "$(basename "$path")" "$mod" "$version" "$path" >>"$CRD_DIR.new/SOURCES.tsv"
+        run install -m 0644 "$dir/$path" "$out.new/$(basename "$path")"
+        printf '%s\t%s\t%s\t%s\n' "$(basename "$path")" "$mod" "$version" "$path" >>"$out.new/SOURCES.tsv"
     done
-    rm -rf "$CRD_DIR"
-    mv "$CRD_DIR.new" "$CRD_DIR"
-    done_ crds "$key" "$key"
+    rm -rf "$out"
+    mv "$out.new" "$out"
+}
+
+build_crds() {
+    local key
+    key=$(stamp_key crds)
+    if stamp_ok crds "$key" && [ -f "$CRD_DIR/SOURCES.tsv" ]; then say "CRDs cached in $CRD_DIR"; return; fi
+    begin crds "(lws $LWS_VERSION, keda $KEDA_VERSION, prometheus-operator $PROMETHEUS_OPERATOR_VERSION, karpenter $KARPENTER_VERSION, karpenter-provider-aws $KARPENTER_AWS_VERSION)"
+    extract_crds "$CRD_DIR" crd_files
+    done_ crds "(lws, keda, prometheus-operator, karpenter, karpenter-provider-aws)" "$key"
 }
 
 # ---- 9. Karpenter core with its KWOK cloud provider (the simulated cluster's node autoscaler) -------
@@ -870,7 +526,8 @@ with_karpenter_go() {
 
 build_karpenter_kwok() {
     local v=$KARPENTER_VERSION mod=sigs.k8s.io/karpenter
-    local key="karpenter-kwok v$v $KARPENTER_GO_TOOLCHAIN"
+    local key
+    key=$(stamp_key karpenter-kwok)
     if stamp_ok karpenter-kwok "$key" karpenter-kwok; then say "karpenter-kwok $v cached"; return; fi
     begin karpenter-kwok "$v ($KARPENTER_GO_TOOLCHAIN)"
     with_karpenter_go module_wrapper karpenter-kwok $mod "v$v" drop-local
@@ -888,26 +545,23 @@ build_karpenter_kwok() {
 # The CRDs Karpenter's controllers watch (it fails to start without any of them: NodePool, NodeClaim, NodeOverlay,
 # CapacityBuffer from pkg/apis/crds) and the KWOK provider's node class (kwok/apis/crds), into $CACHE/crds-karpenter-kwok,
 # a directory of their own: the simulation installs Karpenter's whole set; the stacks are validated against build_crds'.
+karpenter_kwok_crd_files() {
+    cat <<'EOF'
+sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodepools.yaml KARPENTER_GO_TOOLCHAIN
+sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodeclaims.yaml KARPENTER_GO_TOOLCHAIN
+sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/karpenter.sh_nodeoverlays.yaml KARPENTER_GO_TOOLCHAIN
+sigs.k8s.io/karpenter KARPENTER_VERSION pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml KARPENTER_GO_TOOLCHAIN
+sigs.k8s.io/karpenter KARPENTER_VERSION kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml KARPENTER_GO_TOOLCHAIN
+EOF
+}
+
 build_karpenter_kwok_crds() {
-    local v=$KARPENTER_VERSION mod=sigs.k8s.io/karpenter dir f out=$CACHE/crds-karpenter-kwok
-    local key="karpenter-kwok-crds v$v"
+    local out=$CACHE/crds-karpenter-kwok key
+    key=$(stamp_key karpenter-kwok-crds)
     if stamp_ok karpenter-kwok-crds "$key" && [ -f "$out/SOURCES.tsv" ]; then say "Karpenter KWOK CRDs cached in $out"; return; fi
-    begin karpenter-kwok-crds "$v"
-    mkdir -p "$SRC"
-    dir=$(with_karpenter_go go_mod_dir $mod "v$v")
-    rm -rf "$out.new"
-    mkdir -p "$out.new"
-    printf 'file\tmodule\tversion\tpath\n' >"$out.new/SOURCES.tsv"
-    for f in pkg/apis/crds/karpenter.sh_nodepools.yaml pkg/apis/crds/karpenter.sh_nodeclaims.yaml \
-        pkg/apis/crds/karpenter.sh_nodeoverlays.yaml pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml \
-        kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml; do
-        [ -f "$dir/$f" ] || die "$mod@v$v has no $f"
-        run install -m 0644 "$dir/$f" "$out.new/$(basename "$f")"
-        printf '%s\t%s\t%s\t%s\n' "$(basename "$f")" "$mod" "v$v" "$f" >>"$out.new/SOURCES.tsv"
-    done
-    rm -rf "$out"
-    mv "$out.new" "$out"
-    done_ karpenter-kwok-crds "$v" "$key"
+    begin karpenter-kwok-crds "$KARPENTER_VERSION"
+    extract_crds "$out" karpenter_kwok_crd_files
+    done_ karpenter-kwok-crds "$KARPENTER_VERSION" "$key"
 }
 
 # ---- plugin registration ---------------------------------------------------------------------
@@ -919,30 +573,22 @@ register_plugins() {
     mkdir -p "$PULUMI_HOME_DIR"
 }
 
-build() {
-    local t
+build_tools() {
+    local t fn
     go_env
     mkdir -p "$BIN" "$STAMPS" "$LOGS" "$SRC"
     for t in "$@"; do
-        case $t in
-            pulumi) build_pulumi ;;
-            language-python) build_language_python ;;
-            kubernetes-provider) build_kubernetes_provider ;;
-            kube-apiserver|kube-scheduler|kube-controller-manager) build_kube_binary "$t" ;;
-            etcd) build_etcd ;;
-            kwok) build_kwok ;;
-            lws-controller) build_lws ;;
-            keda) build_keda ;;
-            prometheus) build_prometheus ;;
-            kube-score) build_kube_score ;;
-            crds) build_crds ;;
-            karpenter-kwok) build_karpenter_kwok ;;
-            karpenter-kwok-crds) build_karpenter_kwok_crds ;;
-            *) die "unknown tool '$t' (known: $ALL_TOOLS)" ;;
-        esac
+        fn=$(build_function "$t") || die "unknown tool '$t' (known: $ALL_TOOLS)"
+        "$fn" "$t"
     done
     register_plugins
     say "ready in $BIN"
+}
+
+print_keys() {  # TOOL...: each tool's stamp key (what its stamp must hold for it to count as built), one a line
+    local t
+    go_env
+    for t in "$@"; do printf '%s\n' "$(stamp_key "$t")"; done
 }
 
 case ${1:-build} in
@@ -950,10 +596,14 @@ case ${1:-build} in
     build)
         shift || true
         # shellcheck disable=SC2086
-        if [ $# -eq 0 ]; then build $ALL_TOOLS; else build "$@"; fi ;;
+        if [ $# -eq 0 ]; then build_tools $ALL_TOOLS; else build_tools "$@"; fi ;;
     demo)
         # shellcheck disable=SC2086
-        build $DEMO_TOOLS ;;
-    -h|--help|help) sed -n '2,14p' "$0" ;;
-    *) die "usage: $0 [build [TOOL...] | env]" ;;
+        build_tools $DEMO_TOOLS ;;
+    key)
+        shift
+        # shellcheck disable=SC2086
+        if [ $# -eq 0 ]; then print_keys $ALL_TOOLS; else print_keys "$@"; fi ;;
+    -h|--help|help) sed -n '2,16p' "$0" ;;
+    *) die "usage: $0 [build [TOOL...] | demo | env | key [TOOL...]]" ;;
 esac

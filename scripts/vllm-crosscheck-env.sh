@@ -5,6 +5,7 @@
 # See scripts/vllm_facts_probe.py.
 #
 #   PY=$(scripts/vllm-crosscheck-env.sh)   # progress on stderr, python path on stdout
+#   scripts/vllm-crosscheck-env.sh --key   # print the venv's stamp key and exit (installs nothing)
 #
 # Env:
 #   VLLM_CROSSCHECK_VENV    venv path (default ~/.cache/vllm-pulumi/vllm-venv)
@@ -121,7 +122,27 @@ loguru==0.7.3
 EOF
 
 STAMP="$VENV/.vllm-crosscheck-pins"
-WANT_HASH="$(printf '%s\n' "$PINS" | sha256sum | cut -d' ' -f1)"
+
+# install_pins: the pins into the venv. --no-deps: see header. Pip's "dependency conflicts" notice about torch's
+# CUDA extras / vllm's GPU deps is expected and harmless here.
+install_pins() {
+    printf '%s\n' "$PINS" > "$VENV/.vllm-crosscheck-requirements.txt"
+    set +e
+    "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input \
+        --only-binary=:all: --no-deps --progress-bar off \
+        -r "$VENV/.vllm-crosscheck-requirements.txt" 2>&1 |
+        grep -E --line-buffered '^(Collecting|Installing|Successfully|ERROR|error)' >&2
+    pip_rc=${PIPESTATUS[0]}  # pip's status decides, not grep's
+    set -e
+}
+
+# The stamp key: the pin list and the install command with its flags (install_pins' text, which `declare -f` prints
+# without comments). A changed pin or flag reinstalls; an edited comment elsewhere in this file does not.
+WANT_HASH="$({ printf '%s\n' "$PINS"; declare -f install_pins; } | sha256sum | cut -d' ' -f1)"
+if [[ "${1:-}" == "--key" ]]; then
+    echo "$WANT_HASH"
+    exit 0
+fi
 
 pick_python() {
     if [[ -n "${VLLM_CROSSCHECK_PYTHON:-}" ]]; then
@@ -156,6 +177,14 @@ if [[ -x "$VENV/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$WANT_HASH" 
     exit 0
 fi
 
+# A venv of another key (or one that fails the smoke test) is made again from nothing rather than installed over: pip
+# would leave a package the pin list dropped in place, and a warm machine would then import what a fresh one lacks.
+# Only a venv this script made (it holds the requirements file) is removed.
+if [[ -f "$VENV/.vllm-crosscheck-requirements.txt" ]]; then
+    log "pins or install command changed since $VENV was made (or it fails the smoke test): making it again"
+    rm -rf "$VENV"
+fi
+
 if [[ ! -x "$VENV/bin/python" ]]; then
     PY="$(pick_python)"
     log "creating venv $VENV with $PY ($("$PY" --version 2>&1))"
@@ -167,16 +196,7 @@ fi
 
 start=$(date +%s)
 log "installing $(printf '%s\n' "$PINS" | grep -c .) pinned packages with --no-deps (torch + CUDA runtime libs ~2.3 GiB download on first run)"
-printf '%s\n' "$PINS" > "$VENV/.vllm-crosscheck-requirements.txt"
-# --no-deps: see header. Pip's "dependency conflicts" notice about torch's
-# CUDA extras / vllm's GPU deps is expected and harmless here.
-set +e
-"$VENV/bin/python" -m pip install --disable-pip-version-check --no-input \
-    --only-binary=:all: --no-deps --progress-bar off \
-    -r "$VENV/.vllm-crosscheck-requirements.txt" 2>&1 |
-    grep -E --line-buffered '^(Collecting|Installing|Successfully|ERROR|error)' >&2
-pip_rc=${PIPESTATUS[0]}  # pip's status decides, not grep's
-set -e
+install_pins
 if [[ "$pip_rc" -ne 0 ]]; then
     log "pip install failed (exit $pip_rc)"
     exit 1

@@ -9,7 +9,6 @@ components never set them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,8 @@ import pytest
 
 from vllm_pulumi.components.manifests import build_manifests, load_stack
 
-from ..schema import crd_files
-from .control_plane import ControlPlane, control_plane, object_path
-from .engine import TOOLS, copy_project, output_of, requires_engine, run_pulumi
+from .harness.control_plane import ControlPlane, object_path
+from .harness.engine import TOOLS, output_of, requires_engine, run_pulumi
 
 pytestmark = [
     pytest.mark.e2e,
@@ -72,25 +70,21 @@ vllm_program.program()
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    with control_plane(TOOLS, tmp_path_factory.mktemp("control-plane")) as running:
-        running.install_crds(crd_files())
-        yield running
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = copy_project(tmp_path_factory.mktemp("project"))
-    (root / "__main__.py").rename(root / "vllm_program.py")
-    (root / "__main__.py").write_text(SKIP_AWAIT_PROGRAM)
-    return root
+def skip_await_project(project: Path) -> Path:
+    """The project copy (tests/e2e/conftest.py) with SKIP_AWAIT_PROGRAM as its entry point."""
+    (project / "__main__.py").rename(project / "vllm_program.py")
+    (project / "__main__.py").write_text(SKIP_AWAIT_PROGRAM)
+    return project
 
 
 def _ours(obj: dict[str, Any]) -> bool:
     return obj["kind"] != "Namespace"
 
 
-def test_edge_stack_up_is_accepted_idempotent_and_destroyed_cleanly(plane: ControlPlane, project: Path) -> None:
+def test_edge_stack_up_is_accepted_idempotent_and_destroyed_cleanly(
+    plane: ControlPlane, skip_await_project: Path
+) -> None:
+    project = skip_await_project
     env = {"KUBECONFIG": str(plane.kubeconfig)}
     spec = load_stack("edge")
     expected = build_manifests(spec)

@@ -1,43 +1,68 @@
 """Queue-based autoscaling for real: the stacks' ScaledObjects, applied by `pulumi up`, drive KEDA's operator, its
-external-metrics adapter and admission webhooks (tests/e2e/keda.py) and the controller manager's HPA controller, on
-the queue Prometheus scrapes from a stand-in for vLLM's /metrics (tests/e2e/metrics.py), in the simulated cluster.
+external-metrics adapter and admission webhooks (tests/e2e/harness/keda.py) and the controller manager's HPA controller,
+on the queue Prometheus scrapes from a stand-in for vLLM's /metrics (tests/e2e/harness/metrics.py), in the simulated
+cluster.
 
-Time is compressed only through settings the stacks expose (tests/e2e/autoscaled.py); KEDA and the HPA controller run
-with their defaults.
+Time is compressed only through settings the stacks expose (tests/e2e/harness/autoscaled.py); KEDA and the HPA
+controller run with their defaults.
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..schema import crd_files
-from .autoscaled import (
+from vllm_pulumi.runtime.vocabulary import GPU_PRODUCT_LABEL
+
+from .harness.autoscaled import (
     REACTION_TIMEOUT_SECONDS,
     SCALE_DOWN_WINDOW_SECONDS,
     SCALE_TIMEOUT_SECONDS,
     STARTUP_BUDGET_SECONDS,
+    Autoscaled,
     autoscaled,
     scraped,
 )
-from .cluster import SimulatedCluster, simulated_cluster
-from .engine import requires_engine
-from .keda import start_keda
-from .simulation import Sampler, lws_groups, serving_pods
+from .harness.cluster import SimulatedCluster
+from .harness.engine import requires_engine
+from .harness.simulation import Sampler, lws_groups, serving_pods
 
-pytestmark = [pytest.mark.e2e, requires_engine]
+# Every test here runs KEDA in its simulated cluster (the `cluster` fixture, tests/e2e/conftest.py).
+pytestmark = [pytest.mark.e2e, requires_engine, pytest.mark.cluster_options(keda=True)]
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[SimulatedCluster]:
-    with simulated_cluster(tmp_path / "cluster", crd_files=crd_files()) as running:
-        start_keda(running, tmp_path / "cluster")
-        yield running
+def _assert_the_hpa_has_the_stacks_bounds_metric_and_behaviour(scaled: Autoscaled) -> None:
+    """The HPA KEDA made from the ScaledObject: the stack's target and bounds, the queue metric at the stack's
+    threshold per replica, and the derived scale-down and scale-up behaviour."""
+    plan, autoscaling = scaled.plan, scaled.plan.spec.autoscaling
+    assert autoscaling is not None
+    hpa = scaled.hpa()["spec"]
+    assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.spec.name}
+    assert (hpa["minReplicas"], hpa["maxReplicas"]) == (autoscaling.min_replicas, autoscaling.max_replicas)
+    [metric] = hpa["metrics"]
+    assert metric["type"] == "External" and metric["external"]["metric"]["name"] == "s0-prometheus"
+    assert metric["external"]["target"] == {"type": "AverageValue",
+                                            "averageValue": str(autoscaling.queue_threshold)}
+    scale_down = hpa["behavior"]["scaleDown"]
+    assert scale_down["stabilizationWindowSeconds"] == SCALE_DOWN_WINDOW_SECONDS
+    assert scale_down["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": plan.cooldown_seconds}]
+    assert hpa["behavior"]["scaleUp"]["policies"] == [
+        {"type": "Pods", "value": 1, "periodSeconds": STARTUP_BUDGET_SECONDS}]
+
+
+def _assert_at_most_one_replica_removed_per_cooldown(sampler: Sampler, cooldown_seconds: int) -> None:
+    """The scale-down policy (one Pod per cooldown) as the HPA applies it: never more than one replica below the
+    count of one cooldown earlier. Replicas added within that period count from the period's start, so the two added
+    during the test go together (3 -> 1): a rate limit, not one-at-a-time; each pod still drains."""
+    for when, replicas in zip(sampler.times, sampler.samples, strict=True):
+        earlier = [value for at, value in zip(sampler.times, sampler.samples, strict=True)
+                   if at <= when - cooldown_seconds]
+        before = earlier[-1] if earlier else sampler.samples[0]
+        assert replicas >= before - 1, (replicas, before)
 
 
 def test_keda_takes_the_scaled_object_and_scales_on_the_queue(cluster: SimulatedCluster, tmp_path: Path) -> None:
@@ -52,18 +77,7 @@ def test_keda_takes_the_scaled_object_and_scales_on_the_queue(cluster: Simulated
         assert autoscaling is not None and plan.cooldown_seconds is not None
         cluster.wait(lambda: scaled.condition("Ready") == "True", REACTION_TIMEOUT_SECONDS,
                      "KEDA to mark the ScaledObject Ready", scaled.diagnose)
-        hpa = scaled.hpa()["spec"]
-        assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.spec.name}
-        assert (hpa["minReplicas"], hpa["maxReplicas"]) == (autoscaling.min_replicas, autoscaling.max_replicas)
-        [metric] = hpa["metrics"]
-        assert metric["type"] == "External" and metric["external"]["metric"]["name"] == "s0-prometheus"
-        assert metric["external"]["target"] == {"type": "AverageValue",
-                                                "averageValue": str(autoscaling.queue_threshold)}
-        scale_down = hpa["behavior"]["scaleDown"]
-        assert scale_down["stabilizationWindowSeconds"] == SCALE_DOWN_WINDOW_SECONDS
-        assert scale_down["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": plan.cooldown_seconds}]
-        assert hpa["behavior"]["scaleUp"]["policies"] == [
-            {"type": "Pods", "value": 1, "periodSeconds": STARTUP_BUDGET_SECONDS}]
+        _assert_the_hpa_has_the_stacks_bounds_metric_and_behaviour(scaled)
         scraped(scaled)
 
         with Sampler(scaled.replicas, period_seconds=0.5).running() as sampler:
@@ -71,7 +85,7 @@ def test_keda_takes_the_scaled_object_and_scales_on_the_queue(cluster: Simulated
             scaled.wait_replicas(2, "a queue of 8 at threshold 5")
             for pod in serving_pods(cluster, plan):
                 labels = cluster.node_of(pod)["metadata"]["labels"]
-                assert labels["nvidia.com/gpu.product"] == plan.gpu.product_label
+                assert labels[GPU_PRODUCT_LABEL] == plan.gpu.product_label
                 assert labels.items() >= pod["spec"]["nodeSelector"].items()
             assert max(sampler.samples) == 2, sampler.samples
 
@@ -88,14 +102,7 @@ def test_keda_takes_the_scaled_object_and_scales_on_the_queue(cluster: Simulated
         assert max(sampler.samples) == autoscaling.max_replicas, sampler.samples
         assert min(sampler.samples) >= autoscaling.min_replicas, sampler.samples
         assert first_removal - emptied >= SCALE_DOWN_WINDOW_SECONDS - 1, first_removal - emptied
-        # The scale-down policy (one Pod per cooldown) as the HPA applies it: never more than one replica below the
-        # count of one cooldown earlier. Replicas added within that period count from the period's start, so the two
-        # added during this test go together (3 -> 1): a rate limit, not one-at-a-time; each pod still drains.
-        for when, replicas in zip(sampler.times, sampler.samples, strict=True):
-            earlier = [value for at, value in zip(sampler.times, sampler.samples, strict=True)
-                       if at <= when - plan.cooldown_seconds]
-            before = earlier[-1] if earlier else sampler.samples[0]
-            assert replicas >= before - 1, (replicas, before)
+        _assert_at_most_one_replica_removed_per_cooldown(sampler, plan.cooldown_seconds)
 
         duplicate = copy.deepcopy(next(o for o in scaled.deployed.manifests if o["kind"] == "ScaledObject"))
         duplicate["metadata"] = {"name": "second-autoscaler", "namespace": plan.namespace}

@@ -1,5 +1,6 @@
-"""The `karpenter` stack under Karpenter itself: Karpenter core with its KWOK cloud provider (tests/e2e/karpenter.py)
-launches and removes the simulated cluster's GPU nodes for the stack's NodePool and vLLM Deployment.
+"""The `karpenter` stack under Karpenter itself: Karpenter core with its KWOK cloud provider
+(tests/e2e/harness/karpenter.py) launches and removes the simulated cluster's GPU nodes for the stack's NodePool and
+vLLM Deployment.
 
 The stack's objects are applied as rendered (``build_manifests``), not through `pulumi up`: the stack targets an EKS
 cluster (its program would create AWS resources), and what matters here is what Karpenter does with the objects.
@@ -15,32 +16,36 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
-from vllm_pulumi.runtime.facts.instances import INSTANCES, find_instance
-from vllm_pulumi.runtime.planning.deployment import load_deployment, plan_deployment
+from vllm_pulumi.runtime.planning.deployment import plan_deployment
 from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.facts.instances import INSTANCES, find_instance
 from vllm_pulumi.runtime.planning.pools import stated_nodes_shape
+from vllm_pulumi.runtime.vocabulary import GPU_TAINT
 from vllm_pulumi.runtime.spec.cluster import GpuNodesSpec
+from vllm_pulumi.runtime.planning.deployment import load_deployment
 from vllm_pulumi.runtime.vocabulary import (
+    APP_COMPONENT_LABEL,
+    APP_INSTANCE_LABEL,
     CAPACITY_TYPE_LABEL,
     DO_NOT_DISRUPT_ANNOTATION,
     GPU_RESOURCE,
-    GPU_TAINT,
     INSTANCE_TYPE_LABEL,
+    KARPENTER_AWS_LABEL_PREFIX,
     KARPENTER_GPU_NAME_LABEL,
     KARPENTER_NODEPOOL_LABEL,
 )
 
-from ..schema import crd_files
-from .cluster import SimulatedCluster, pod_ready, simulated_cluster
-from .control_plane import object_path
-from .karpenter import (
+from .harness.cluster import SimulatedCluster, pod_ready
+from .harness.control_plane import object_path
+from .harness.karpenter import (
     KWOK_KUBE_RESERVED_CPU_MILLICORES,
     KWOK_KUBE_RESERVED_MEMORY_MIB,
     NODECLAIM_API,
@@ -55,7 +60,7 @@ from .karpenter import (
     with_consolidate_after,
     with_kwok_node_class,
 )
-from .simulation import Sampler, diagnose, ready_endpoint_addresses, timestamp
+from .harness.simulation import Sampler, diagnose, ready_endpoint_addresses, timestamp
 
 STACK = "karpenter"
 # A vLLM pod's load, compressed (the stack's startup budget is 716 s). Long enough for Karpenter to replace a drifted
@@ -95,7 +100,8 @@ def test_instance_types_file_offers_every_gpu_instance_with_the_planners_allocat
             requirements = {r["key"]: r["values"] for r in offering["Requirements"]}
             prices.setdefault(requirements[CAPACITY_TYPE_LABEL][0], set()).add(offering["Price"])
             assert {key: values[0] for key, values in requirements.items()}.items() >= {
-                k: v for k, v in node_labels_expected(instance).items() if k.startswith("karpenter.k8s.aws/")}.items()
+                k: v for k, v in node_labels_expected(instance).items()
+                if k.startswith(KARPENTER_AWS_LABEL_PREFIX)}.items()
         assert max(prices["spot"]) < min(prices["on-demand"]), name
     assert entries["p5.48xlarge"]["offerings"][0]["Price"] < entries["p5e.48xlarge"]["offerings"][0]["Price"]
 
@@ -136,15 +142,6 @@ def test_simulated_nodes_get_the_ephemeral_storage_of_the_ec2_node_class_disk(
 
 
 # ---- Karpenter in the simulated cluster -----------------------------------------------------------------------------
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[SimulatedCluster]:
-    # Only the CRD of the LWS controller the harness always runs; start_karpenter installs Karpenter's.
-    lws = [path for path in crd_files() if path.name.startswith("leaderworkerset.")]
-    with simulated_cluster(tmp_path / "cluster", pod_ready_delay_milliseconds=LOAD_SECONDS * 1000,
-                           running_while_loading=True, crd_files=lws) as running:
-        yield running
-
-
 def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
 
@@ -160,7 +157,7 @@ def _scale(cluster: SimulatedCluster, plan: ServingPlan, name: str, replicas: in
 
 def _pods(cluster: SimulatedCluster, plan: ServingPlan, instance: str) -> list[dict[str, Any]]:
     """The serving pods of the Deployment whose instance label is ``instance`` (not deleting)."""
-    selector = f"app.kubernetes.io/instance={instance},app.kubernetes.io/component=server"
+    selector = f"{APP_INSTANCE_LABEL}={instance},{APP_COMPONENT_LABEL}=server"
     return [pod for pod in cluster.pods(plan.namespace, selector) if not pod["metadata"].get("deletionTimestamp")]
 
 
@@ -175,35 +172,63 @@ def _unprotected_copy(deployment: dict[str, Any], name: str) -> dict[str, Any]:
     copied["metadata"]["name"] = name
     for labels in (copied["metadata"]["labels"], copied["spec"]["selector"]["matchLabels"],
                    copied["spec"]["template"]["metadata"]["labels"]):
-        labels["app.kubernetes.io/instance"] = name
+        labels[APP_INSTANCE_LABEL] = name
     del copied["spec"]["template"]["metadata"]["annotations"][DO_NOT_DISRUPT_ANNOTATION]
     copied["spec"]["replicas"] = 1
     return copied
 
 
-@pytest.mark.e2e
-def test_karpenter_launches_gpu_nodes_for_pending_pods_removes_empty_ones_and_never_a_loading_one(
-    cluster: SimulatedCluster, tmp_path: Path
-) -> None:
-    """The `karpenter` stack's NodePool and Deployment with Karpenter 1.15 deciding:
+@dataclass
+class KarpenterStack:
+    """The `karpenter` stack applied under Karpenter: what the steps of the test below share."""
 
-    1. No GPU node exists until serving pods are Pending. For 2 replicas of the stack and a copy of its Deployment
-       without karpenter.sh/do-not-disrupt, Karpenter launches one node per pod, of a type the NodePool allows (the
-       cheapest: p5.48xlarge on spot, the stack's first capacity type), with the labels the pods select on, the GPU
-       taint and the allocatable resources the plan was made for.
-    2. While the pods load, the NodePool's template changes (as a later `pulumi up` of the pool would), so Karpenter
-       sees every node as drifted. It replaces the copy's node while its pod is still loading (the failure the
-       annotation prevents), and removes no node that runs a pod of the stack: both finish loading and turn Ready
-       where they started, and the Service routes to them.
-    3. With the change rolled back and the copy gone, the stack is scaled to 1 replica: Karpenter's emptiness
-       consolidation removes the emptied node, not before consolidateAfter has passed since the pod left, and the
-       node still serving stays.
-    """
+    cluster: SimulatedCluster
+    plan: ServingPlan
+    stack_nodepool: dict[str, Any]
+    deployment: dict[str, Any]
+    diagnosis: Callable[[], str]
+
+    @property
+    def name(self) -> str:
+        return self.plan.spec.name
+
+    @property
+    def namespace(self) -> str:
+        return self.plan.namespace
+
+    @property
+    def pool(self) -> str:
+        return str(self.stack_nodepool["metadata"]["name"])
+
+    @property
+    def unprotected(self) -> str:
+        """The name of the Deployment copy without karpenter.sh/do-not-disrupt."""
+        return f"{self.name}-unannotated"
+
+    def pod(self, name: str) -> dict[str, Any] | None:
+        return self.cluster.find(f"/api/v1/namespaces/{self.namespace}/pods/{name}")
+
+    def drifted(self, nodes: set[str], status: str) -> bool:
+        claims = {c["status"].get("nodeName"): c for c in nodeclaims(self.cluster)}
+        return all(_condition(claims[node], "Drifted").get("status", "False") == status for node in nodes)
+
+
+@dataclass
+class Launched:
+    """What step 1 launched: the stack's two serving pods and their nodes, the copy's pod and its node."""
+
+    ours: list[dict[str, Any]]
+    ours_nodes: set[str]
+    copy_pod: dict[str, Any]
+    copy_node: str
+
+
+def _apply_the_stack_under_karpenter(cluster: SimulatedCluster, tmp_path: Path) -> KarpenterStack:
+    """Karpenter started with the stack's disk, system nodes and volumes provided, every object applied but those
+    not applied (NOT_APPLIED) and the node class; returns once the NodePool is Ready."""
     rendered = build_manifests(load_deployment(read_stack_config(STACK)).spec)
     plan = load_deployment(read_stack_config(STACK)).plans[0]
-    name, namespace = plan.spec.name, plan.namespace
     stack_nodepool = next(o for o in rendered if o["kind"] == "NodePool")
-    pool = stack_nodepool["metadata"]["name"]
     objects = with_consolidate_after(with_kwok_node_class(rendered), CONSOLIDATE_AFTER_SECONDS)
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     node_class = stack_nodepool["spec"]["template"]["spec"]["nodeClassRef"]["name"]
@@ -214,7 +239,7 @@ def test_karpenter_launches_gpu_nodes_for_pending_pods_removes_empty_ones_and_ne
     for obj in objects:
         if obj["kind"] not in (*NOT_APPLIED, "KWOKNodeClass"):
             cluster.create(object_path(obj).rsplit("/", 1)[0], obj)
-    report = diagnose(cluster, namespace)
+    report = diagnose(cluster, plan.namespace)
 
     def diagnosis() -> str:
         claims = [f"{c['metadata']['name']}: " + ", ".join(
@@ -223,25 +248,29 @@ def test_karpenter_launches_gpu_nodes_for_pending_pods_removes_empty_ones_and_ne
         return report() + "\nnodeclaims:\n  " + "\n  ".join(claims) + "\nkarpenter:\n" + \
             cluster.processes.log_tail("karpenter-kwok")
 
-    def pod(name_: str) -> dict[str, Any] | None:
-        return cluster.find(f"/api/v1/namespaces/{namespace}/pods/{name_}")
-
+    stack = KarpenterStack(cluster, plan, stack_nodepool, deployment, diagnosis)
+    pool = stack.pool
     cluster.wait(lambda: _condition(cluster.get(f"{NODEPOOL_API}/{pool}"), "Ready").get("status") == "True",
                  PROVISION_TIMEOUT_SECONDS, f"NodePool {pool} Ready", diagnosis)
+    return stack
 
-    # 1. Pending pods get nodes of the right GPU type.
+
+def _pending_pods_get_nodes_of_the_right_gpu_type(stack: KarpenterStack) -> Launched:
+    """Step 1: no GPU node before a pod asks; then one node per pod, of an allowed type, labelled, tainted and with
+    the allocatable the plan was made for."""
+    cluster, plan, name, pool = stack.cluster, stack.plan, stack.name, stack.pool
     assert not karpenter_nodes(cluster, pool), "a GPU node exists before any pod asked for one"
-    unprotected = f"{name}-unannotated"
     _scale(cluster, plan, name, 2)
-    cluster.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", _unprotected_copy(deployment, unprotected))
-    cluster.wait(lambda: _all_bound(_pods(cluster, plan, name), 2) and _all_bound(_pods(cluster, plan, unprotected), 1),
-                 PROVISION_TIMEOUT_SECONDS, "Karpenter to launch nodes for the 3 Pending serving pods", diagnosis)
-    ours, [copy_pod] = _pods(cluster, plan, name), _pods(cluster, plan, unprotected)
-    ours_nodes = {p["spec"]["nodeName"] for p in ours}
-    copy_node = copy_pod["spec"]["nodeName"]
-    assert len(ours_nodes | {copy_node}) == 3 == len(nodeclaims(cluster)), "one node per 8-GPU pod"
-    allowed_types = _requirement(stack_nodepool, INSTANCE_TYPE_LABEL)
-    first_capacity_type = _requirement(stack_nodepool, CAPACITY_TYPE_LABEL)[0]
+    cluster.create(f"/apis/apps/v1/namespaces/{stack.namespace}/deployments",
+                   _unprotected_copy(stack.deployment, stack.unprotected))
+    cluster.wait(lambda: _all_bound(_pods(cluster, plan, name), 2)
+                 and _all_bound(_pods(cluster, plan, stack.unprotected), 1),
+                 PROVISION_TIMEOUT_SECONDS, "Karpenter to launch nodes for the 3 Pending serving pods", stack.diagnosis)
+    ours, [copy_pod] = _pods(cluster, plan, name), _pods(cluster, plan, stack.unprotected)
+    launched = Launched(ours, {p["spec"]["nodeName"] for p in ours}, copy_pod, copy_pod["spec"]["nodeName"])
+    assert len(launched.ours_nodes | {launched.copy_node}) == 3 == len(nodeclaims(cluster)), "one node per 8-GPU pod"
+    allowed_types = _requirement(stack.stack_nodepool, INSTANCE_TYPE_LABEL)
+    first_capacity_type = _requirement(stack.stack_nodepool, CAPACITY_TYPE_LABEL)[0]
     for serving in ours:
         assert not pod_ready(serving)
         node = cluster.node_of(serving)
@@ -261,52 +290,55 @@ def test_karpenter_launches_gpu_nodes_for_pending_pods_removes_empty_ones_and_ne
             allocatable = node["status"]["allocatable"]
             assert allocatable["cpu"] == f"{plan.node_shape.allocatable_cpu_millicores}m"
             assert allocatable["memory"] == f"{plan.node_shape.allocatable_memory_mib}Mi"
+    return launched
 
-    # 2. Drift while the pods load: the unannotated copy's node is replaced mid-load, the stack's nodes stay.
+
+def _drift_replaces_the_copys_node_mid_load_and_keeps_ours(stack: KarpenterStack, launched: Launched) -> None:
+    """Step 2: drift while the pods load: the unannotated copy's node is replaced mid-load, the stack's nodes stay."""
+    cluster, pool, ours, ours_nodes = stack.cluster, stack.pool, launched.ours, launched.ours_nodes
     cluster.merge_patch(f"{NODEPOOL_API}/{pool}", TEMPLATE_CHANGE)
-
-    def drifted(nodes: set[str], status: str) -> bool:
-        claims = {c["status"].get("nodeName"): c for c in nodeclaims(cluster)}
-        return all(_condition(claims[node], "Drifted").get("status", "False") == status for node in nodes)
-
-    cluster.wait(lambda: drifted(ours_nodes | {copy_node}, "True"), 30, "Karpenter to mark the nodes drifted",
-                 diagnosis)
+    cluster.wait(lambda: stack.drifted(ours_nodes | {launched.copy_node}, "True"), 30,
+                 "Karpenter to mark the nodes drifted", stack.diagnosis)
     ours_present = Sampler(lambda: len(ours_nodes & {n["metadata"]["name"] for n in karpenter_nodes(cluster, pool)}),
                            period_seconds=0.5)
     copy_states: list[bool] = []
 
     def copy_node_replaced() -> bool:
-        seen = pod(copy_pod["metadata"]["name"])
+        seen = stack.pod(launched.copy_pod["metadata"]["name"])
         if seen is not None:
             copy_states.append(pod_ready(seen))
-        return cluster.find(f"/api/v1/nodes/{copy_node}") is None
+        return cluster.find(f"/api/v1/nodes/{launched.copy_node}") is None
 
     with ours_present.running():
         cluster.wait(copy_node_replaced, LOAD_SECONDS + 30, "Karpenter to replace the drifted node of the copy",
-                     diagnosis)
-        assert not any(pod_ready(pod(p["metadata"]["name"]) or {}) for p in ours), \
+                     stack.diagnosis)
+        assert not any(pod_ready(stack.pod(p["metadata"]["name"]) or {}) for p in ours), \
             "the stack's pods finished loading before the copy's node was replaced: nothing was compared"
-        cluster.wait(lambda: all(pod_ready(pod(p["metadata"]["name"]) or {}) for p in ours), LOAD_SECONDS + 30,
-                     "the stack's pods to finish loading where they started", diagnosis)
+        cluster.wait(lambda: all(pod_ready(stack.pod(p["metadata"]["name"]) or {}) for p in ours), LOAD_SECONDS + 30,
+                     "the stack's pods to finish loading where they started", stack.diagnosis)
     assert copy_states and not any(copy_states), "the copy's pod was Ready before its node went: not mid-load"
     assert not ours_present.errors, ours_present.errors
     assert ours_present.samples and min(ours_present.samples) == 2, ours_present.samples
-    assert ready_endpoint_addresses(cluster, namespace, name) == sorted(
-        (pod(p["metadata"]["name"]) or {})["status"]["podIP"] for p in ours)
+    assert ready_endpoint_addresses(cluster, stack.namespace, stack.name) == sorted(
+        (stack.pod(p["metadata"]["name"]) or {})["status"]["podIP"] for p in ours)
 
-    # 3. The update rolled back, the copy deleted; scale-down: the emptied node goes after consolidateAfter.
+
+def _the_emptied_node_goes_after_consolidate_after(stack: KarpenterStack, launched: Launched) -> None:
+    """Step 3: the update rolled back, the copy deleted; scale-down: the emptied node goes after consolidateAfter."""
+    cluster, plan, name, pool, ours_nodes = stack.cluster, stack.plan, stack.name, stack.pool, launched.ours_nodes
     cluster.merge_patch(f"{NODEPOOL_API}/{pool}", {"spec": {"template": {"metadata": {"labels": {
         key: None for key in TEMPLATE_CHANGE["spec"]["template"]["metadata"]["labels"]}}}}})
-    status, answer = cluster.request("DELETE", f"/apis/apps/v1/namespaces/{namespace}/deployments/{unprotected}")
+    status, answer = cluster.request(
+        "DELETE", f"/apis/apps/v1/namespaces/{stack.namespace}/deployments/{stack.unprotected}")
     assert status == 200, answer
-    cluster.wait(lambda: drifted(ours_nodes, "False") and {n["metadata"]["name"] for n in karpenter_nodes(
+    cluster.wait(lambda: stack.drifted(ours_nodes, "False") and {n["metadata"]["name"] for n in karpenter_nodes(
         cluster, pool)} == ours_nodes, REMOVAL_TIMEOUT_SECONDS,
-        "the stack's nodes no longer drifted, the copy's node gone", diagnosis)
+        "the stack's nodes no longer drifted, the copy's node gone", stack.diagnosis)
     claim_of = {c["status"]["nodeName"]: c["metadata"]["name"] for c in nodeclaims(cluster)}
     scaled_down_at = time.time()
     _scale(cluster, plan, name, 1)
     [kept] = cluster.wait(lambda: _all_bound(_pods(cluster, plan, name), 1), 30, "the Deployment at 1 replica",
-                          diagnosis)
+                          stack.diagnosis)
     [emptied] = ours_nodes - {kept["spec"]["nodeName"]}
     emptied_claim = claim_of[emptied]
     deleted_at: list[str] = []
@@ -318,7 +350,7 @@ def test_karpenter_launches_gpu_nodes_for_pending_pods_removes_empty_ones_and_ne
         return claim is None and cluster.find(f"/api/v1/nodes/{emptied}") is None
 
     cluster.wait(emptied_node_gone, REMOVAL_TIMEOUT_SECONDS, f"Karpenter to remove the emptied node {emptied}",
-                 diagnosis)
+                 stack.diagnosis)
     assert deleted_at, "the NodeClaim vanished without being seen deleting"
     assert timestamp(deleted_at[0]).timestamp() >= scaled_down_at + CONSOLIDATE_AFTER_SECONDS - 1, (
         f"removed {timestamp(deleted_at[0]).timestamp() - scaled_down_at:.0f} s after the scale-down, before "
@@ -327,4 +359,32 @@ def test_karpenter_launches_gpu_nodes_for_pending_pods_removes_empty_ones_and_ne
                if e["involvedObject"].get("name") == emptied_claim and e.get("reason") == "DisruptionTerminating"]
     assert any("Empty" in message for message in reasons), reasons
     assert [n["metadata"]["name"] for n in karpenter_nodes(cluster, pool)] == [kept["spec"]["nodeName"]]
-    assert pod_ready(pod(kept["metadata"]["name"]) or {})
+    assert pod_ready(stack.pod(kept["metadata"]["name"]) or {})
+
+
+@pytest.mark.e2e
+# Only the CRD of the LWS controller the harness always runs (start_karpenter installs Karpenter's); pods load for
+# LOAD_SECONDS, Running and not Ready meanwhile.
+@pytest.mark.cluster_options(crd_prefix="leaderworkerset.", pod_ready_delay_milliseconds=LOAD_SECONDS * 1000,
+                             running_while_loading=True)
+def test_karpenter_launches_gpu_nodes_for_pending_pods_removes_empty_ones_and_never_a_loading_one(
+    cluster: SimulatedCluster, tmp_path: Path
+) -> None:
+    """The `karpenter` stack's NodePool and Deployment with Karpenter 1.15 deciding:
+
+    1. No GPU node exists until serving pods are Pending. For 2 replicas of the stack and a copy of its Deployment
+       without karpenter.sh/do-not-disrupt, Karpenter launches one node per pod, of a type the NodePool allows (the
+       cheapest: p5.48xlarge on spot, the stack's first capacity type), with the labels the pods select on, the GPU
+       taint and the allocatable resources the plan was made for.
+    2. While the pods load, the NodePool's template changes (as a later `pulumi up` of the pool would), so Karpenter
+       sees every node as drifted. It replaces the copy's node while its pod is still loading (the failure the
+       annotation prevents), and removes no node that runs a pod of the stack: both finish loading and turn Ready
+       where they started, and the Service routes to them.
+    3. With the change rolled back and the copy gone, the stack is scaled to 1 replica: Karpenter's emptiness
+       consolidation removes the emptied node, not before consolidateAfter has passed since the pod left, and the
+       node still serving stays.
+    """
+    stack = _apply_the_stack_under_karpenter(cluster, tmp_path)
+    launched = _pending_pods_get_nodes_of_the_right_gpu_type(stack)
+    _drift_replaces_the_copys_node_mid_load_and_keeps_ours(stack, launched)
+    _the_emptied_node_goes_after_consolidate_after(stack, launched)

@@ -16,14 +16,9 @@ import yaml
 
 from vllm_pulumi.policies.cli import main as check
 
-from .engine import REPO, copy_project, render_variant, requires_engine, run_pulumi, write_stack
+from .harness.engine import REPO, render_variant, requires_engine, run_pulumi, write_stack
 
 pytestmark = [pytest.mark.e2e, requires_engine]
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_project(tmp_path_factory.mktemp("policy-project"))
 
 
 def _stack(project: Path, name: str, deployment: dict[str, object]) -> None:

@@ -16,8 +16,9 @@ import yaml
 
 from vllm_pulumi.components.manifests import build_manifests, read_stack_config
 from vllm_pulumi.runtime.planning.deployment import load_deployment
+from vllm_pulumi.runtime.vocabulary import GPU_RESOURCE
 
-from .engine import copy_project, render_variant, requires_engine, run_pulumi
+from .harness.engine import render_variant, requires_engine, run_pulumi
 
 pytestmark = [pytest.mark.e2e, requires_engine]
 
@@ -27,15 +28,10 @@ CASES = {"local": read_stack_config("local"), "multinode-render": render_variant
 CASES["local"]["cluster"]["directory"] = "rendered/local"
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_project(tmp_path_factory.mktemp("project"))
-
-
 def _quantities_as_strings(value: Any) -> Any:
     """The provider writes resource quantities as strings (nvidia.com/gpu: 8 -> "8")."""
     if isinstance(value, dict):
-        return {key: str(item) if key == "nvidia.com/gpu" else _quantities_as_strings(item)
+        return {key: str(item) if key == GPU_RESOURCE else _quantities_as_strings(item)
                 for key, item in value.items()}
     if isinstance(value, list):
         return [_quantities_as_strings(item) for item in value]

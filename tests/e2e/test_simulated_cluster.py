@@ -3,29 +3,29 @@
 `pulumi up` runs without `skipAwait`: the Kubernetes provider waits for the hydration Job to complete, the
 Deployment or StatefulSets to roll out and the Service to get endpoints, exactly as in production. The scheduler
 places every pod by the nodes' labels, taints and allocatable resources, made from the same node facts the planner
-uses (tests/e2e/cluster.py). What each test proves is in its docstring.
+uses (tests/e2e/harness/cluster.py). What each test proves is in its docstring.
 """
 
 from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from vllm_pulumi.components.manifests import build_manifests
-from vllm_pulumi.runtime.planning.deployment import load_deployment, node_shapes, plan_deployment
+from vllm_pulumi.runtime.planning.deployment import plan_deployment
 from vllm_pulumi.runtime.planning.plans import ServingPlan
-from vllm_pulumi.runtime.vocabulary import GPU_RESOURCE
+from vllm_pulumi.runtime.planning.deployment import node_shapes
+from vllm_pulumi.runtime.planning.deployment import load_deployment
+from vllm_pulumi.runtime.vocabulary import GPU_PRODUCT_LABEL, GPU_RESOURCE, LWS_WORKER_INDEX_LABEL
 
-from ..schema import crd_files
-from .cluster import SimulatedCluster, pod_ready, simulated_cluster
-from .control_plane import object_path
-from .engine import requires_engine
-from .simulation import (
+from .harness.cluster import SimulatedCluster, pod_ready
+from .harness.control_plane import object_path
+from .harness.engine import requires_engine
+from .harness.simulation import (
     Deployed,
     deploy_on,
     Sampler,
@@ -44,12 +44,6 @@ pytestmark = [pytest.mark.e2e, requires_engine]
 ROLLOUT_TIMEOUT_SECONDS = 300
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[SimulatedCluster]:
-    with simulated_cluster(tmp_path / "cluster", crd_files=crd_files()) as running:
-        yield running
-
-
 def _assert_served(cluster: SimulatedCluster, deployed: Deployed) -> None:
     """Every serving pod Ready on a node of its GPU; LWS groups whole and spread; the Service routes to them."""
     for plan in deployed.plans:
@@ -60,7 +54,7 @@ def _assert_served(cluster: SimulatedCluster, deployed: Deployed) -> None:
             assert pod_ready(pod), pod["metadata"]["name"]
             node = cluster.node_of(pod)
             labels = node["metadata"]["labels"]
-            assert labels["nvidia.com/gpu.product"] == plan.gpu.product_label, (pod["metadata"]["name"], labels)
+            assert labels[GPU_PRODUCT_LABEL] == plan.gpu.product_label, (pod["metadata"]["name"], labels)
             assert pod["spec"]["nodeSelector"].items() <= labels.items()
             requested = int(pod["spec"]["containers"][0]["resources"]["limits"][GPU_RESOURCE])
             assert requested == plan.layout.gpus_per_pod <= int(node["status"]["allocatable"][GPU_RESOURCE])
@@ -80,7 +74,7 @@ def _assert_served(cluster: SimulatedCluster, deployed: Deployed) -> None:
             first_server = min(timestamp(pod["metadata"]["creationTimestamp"]) for pod in pods)
             assert timestamp(completed) <= first_server, "a serving pod was created before the weights were there"
         leaders = [pod for pod in pods if not plan.multi_node
-                   or pod["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/worker-index") == "0"]
+                   or pod["metadata"]["labels"].get(LWS_WORKER_INDEX_LABEL) == "0"]
         addresses = ready_endpoint_addresses(cluster, plan.namespace, plan.spec.name)
         assert addresses == sorted(pod["status"]["podIP"] for pod in leaders)
 

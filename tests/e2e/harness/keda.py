@@ -7,7 +7,7 @@ What the in-cluster install (KEDA's config/ in its module) provides and how it i
   metrics service and the adapter use it for mutual TLS, the adapter and the webhook server serve it.
 - the APIService v1beta1.external.metrics.k8s.io: its Service keda/keda-metrics-apiserver is an ExternalName for
   `localhost`, which the API server's aggregator resolves to https://localhost:<APIService port> (no kube-proxy
-  needed); the API server presents the front-proxy client certificate (tests/e2e/control_plane.py).
+  needed); the API server presents the front-proxy client certificate (tests/e2e/harness/control_plane.py).
 - the ValidatingWebhookConfiguration `keda-admission` from KEDA's module, pointed at the webhook server by URL, with
   failurePolicy Fail instead of upstream's Ignore, so that a webhook that is down fails a test instead of passing it.
 - every KEDA CRD from the module (the operator starts a controller for each kind and needs them all).
@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from ..toolchain import BINARIES, module_dir, pinned_versions
+from tests.toolchain import BINARIES, module_dir, pinned_versions
 from .cluster import START_TIMEOUT_SECONDS, SimulatedCluster, serves_tls, serving_certificate
 from .control_plane import free_port
 

@@ -6,7 +6,7 @@ admin in system:masters; the API server's self-signed serving certificate is the
 ``control_plane(..., controllers=False)`` is the API server alone: no `default` ServiceAccount (its admission plugin
 is off), no PVC-protection finalizer remover (that admission plugin is off too), no namespace finalizer remover (a
 deleted Namespace stays Terminating). With ``controllers=True`` every default admission plugin and the garbage
-collector stay on, for the simulated cluster (tests/e2e/cluster.py) whose controller manager handles them.
+collector stay on, for the simulated cluster (tests/e2e/harness/cluster.py) whose controller manager handles them.
 """
 
 from __future__ import annotations
@@ -138,6 +138,23 @@ def front_proxy_certificates(directory: Path) -> list[str]:
     ]
 
 
+def _wait_until_ready(plane: ControlPlane, apiserver: subprocess.Popen[bytes]) -> None:
+    """Until /readyz answers 200 (the serving certificate exists first); fails with the log's tail if the API server
+    exits or is not ready in READY_TIMEOUT_SECONDS."""
+    log = plane.workdir / "kube-apiserver.log"
+    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    while True:
+        assert apiserver.poll() is None, log.read_text()[-3000:]
+        if plane.ca_file.exists():
+            try:
+                if plane.get("/readyz")[0] == 200:
+                    return
+            except (OSError, ssl.SSLError):
+                pass
+        assert time.monotonic() < deadline, "kube-apiserver not ready: " + log.read_text()[-3000:]
+        time.sleep(0.5)
+
+
 @contextmanager
 def control_plane(binaries: Path, workdir: Path, *, controllers: bool = False) -> Iterator[ControlPlane]:
     """Start etcd and kube-apiserver on free loopback ports; stop both (and forget their data) afterwards."""
@@ -170,25 +187,13 @@ def control_plane(binaries: Path, workdir: Path, *, controllers: bool = False) -
         )),
     ], stdout=logs[1], stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     try:
-        url = f"https://127.0.0.1:{secure}"
-        ca_file = workdir / "certs" / "apiserver.crt"
-        kubeconfig = workdir / "kubeconfig"
-        plane = ControlPlane(url, token, ca_file, kubeconfig, workdir)
-        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-        while True:
-            assert apiserver.poll() is None, (workdir / "kube-apiserver.log").read_text()[-3000:]
-            if ca_file.exists():
-                try:
-                    if plane.get("/readyz")[0] == 200:
-                        break
-                except (OSError, ssl.SSLError):
-                    pass
-            assert time.monotonic() < deadline, "kube-apiserver not ready: " + \
-                (workdir / "kube-apiserver.log").read_text()[-3000:]
-            time.sleep(0.5)
-        kubeconfig.write_text(yaml.safe_dump({
+        plane = ControlPlane(f"https://127.0.0.1:{secure}", token, workdir / "certs" / "apiserver.crt",
+                             workdir / "kubeconfig", workdir)
+        _wait_until_ready(plane, apiserver)
+        plane.kubeconfig.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config", "current-context": "edge",
-            "clusters": [{"name": "e2e", "cluster": {"server": url, "certificate-authority": str(ca_file)}}],
+            "clusters": [{"name": "e2e", "cluster": {
+                "server": plane.url, "certificate-authority": str(plane.ca_file)}}],
             "users": [{"name": "admin", "user": {"token": token}}],
             "contexts": [{"name": "edge", "context": {"cluster": "e2e", "user": "admin"}}],
         }))

@@ -3,10 +3,10 @@ serving pods through the simulated cluster's API the way the Prometheus Operator
 ServiceMonitor, and scrapes a stand-in for their /metrics that serves vLLM 0.33's metric families with the values a
 test sets.
 
-The one departure from a real cluster: pod addresses are not loopback (tests/e2e/cluster.py), so the scrape address
-of each discovered pod is rewritten to the stand-in on 127.0.0.1, with the pod in the path. Everything else (which
-Services the ServiceMonitor selects, the port name, the `namespace`/`service`/`pod`/`job` target labels, the scrape
-interval) comes from the rendered ServiceMonitor through the Operator's relabelling rules.
+The one departure from a real cluster: pod addresses are not loopback (tests/e2e/harness/cluster.py), so the scrape
+address of each discovered pod is rewritten to the stand-in on 127.0.0.1, with the pod in the path. Everything else
+(which Services the ServiceMonitor selects, the port name, the `namespace`/`service`/`pod`/`job` target labels, the
+scrape interval) comes from the rendered ServiceMonitor through the Operator's relabelling rules.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from ..toolchain import BINARIES
+from tests.toolchain import BINARIES
 from .cluster import START_TIMEOUT_SECONDS, SimulatedCluster
 from .control_plane import free_port
 

@@ -29,24 +29,21 @@ from typing import Any
 
 from vllm_pulumi.runtime.facts.gpus import find_gpu
 from vllm_pulumi.runtime.facts.instances import INSTANCES, InstanceFacts
+from vllm_pulumi.runtime.planning.nodes import NODE_DISK_GIB, allocatable_ephemeral_storage_gib, reserved_cpu_millicores, reserved_memory_mib
 from vllm_pulumi.runtime.vocabulary import (
     ARCH_LABEL,
     CAPACITY_TYPE_LABEL,
     GPU_RESOURCE,
     INSTANCE_TYPE_LABEL,
+    KARPENTER_AWS_LABEL_PREFIX,
     KARPENTER_GPU_COUNT_LABEL,
     KARPENTER_GPU_NAME_LABEL,
     KARPENTER_NODEPOOL_LABEL,
     OS_LABEL,
-)
-from vllm_pulumi.runtime.planning.nodes import (
-    NODE_DISK_GIB,
-    allocatable_ephemeral_storage_gib,
-    reserved_cpu_millicores,
-    reserved_memory_mib,
+    ZONE_LABEL,
 )
 
-from ..toolchain import BINARIES, CACHE
+from tests.toolchain import BINARIES, CACHE
 from .cluster import START_TIMEOUT_SECONDS, SimulatedCluster
 from .control_plane import free_port
 
@@ -58,15 +55,6 @@ NODECLAIM_API = "/apis/karpenter.sh/v1/nodeclaims"
 KWOK_NODE_CLASS_API = "/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses"
 KWOK_NODE_CLASS_REF = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass"}
 
-ZONE_LABEL = "topology.kubernetes.io/zone"
-
-# The labels the AWS provider derives from DescribeInstanceTypes for every instance type (karpenter-provider-aws
-# pkg/apis/v1/labels.go, pkg/providers/instancetype/types.go); NodePools and pods select on them. The KWOK provider
-# knows only the upstream well-known labels, so the file carries these as requirements of every offering: KWOK's
-# provider then treats them as well-known (schedulable) keys and puts the single-valued ones on the Node, as the AWS
-# provider does. Only labels the project's facts determine exactly are carried (not instance-gpu-memory: EC2 reports
-# a GPU's memory differently from the driver figure runtime/gpus.py holds).
-AWS_LABEL = "karpenter.k8s.aws/"
 # EC2 instance type names: category letters, an optional "-<n>tb" (high-memory types), the generation digits
 # (the AWS provider's own pattern for instance-category and instance-generation).
 _INSTANCE_TYPE_SCHEME = re.compile(r"(^[a-z]+)(-[0-9]+tb)?([0-9]+).*\.")
@@ -85,6 +73,12 @@ KWOK_KUBE_RESERVED_CPU_MILLICORES = 100
 KWOK_KUBE_RESERVED_MEMORY_MIB = 10
 
 
+# The labels the AWS provider derives from DescribeInstanceTypes for every instance type (karpenter-provider-aws
+# pkg/apis/v1/labels.go, pkg/providers/instancetype/types.go); NodePools and pods select on them. The KWOK provider
+# knows only the upstream well-known labels, so the file carries these as requirements of every offering: KWOK's
+# provider then treats them as well-known (schedulable) keys and puts the single-valued ones on the Node, as the AWS
+# provider does. Only labels the project's facts determine exactly are carried (not instance-gpu-memory: EC2 reports
+# a GPU's memory differently from the driver figure runtime/gpus.py holds).
 def aws_instance_labels(instance: InstanceFacts) -> dict[str, str]:
     """The AWS provider's instance labels for ``instance``, as far as runtime/instances.py and runtime/gpus.py
     determine them."""
@@ -92,20 +86,20 @@ def aws_instance_labels(instance: InstanceFacts) -> dict[str, str]:
     gpu_name = find_gpu(instance.gpu_id).aws_gpu_name
     assert gpu_name is not None, f"{instance.instance_type}: runtime.gpus has no EC2 name for {instance.gpu_id}"
     labels = {
-        f"{AWS_LABEL}instance-family": family,
-        f"{AWS_LABEL}instance-size": size,
-        f"{AWS_LABEL}instance-cpu": str(instance.vcpus),
-        f"{AWS_LABEL}instance-memory": str(instance.memory_gib * 1024),
+        f"{KARPENTER_AWS_LABEL_PREFIX}instance-family": family,
+        f"{KARPENTER_AWS_LABEL_PREFIX}instance-size": size,
+        f"{KARPENTER_AWS_LABEL_PREFIX}instance-cpu": str(instance.vcpus),
+        f"{KARPENTER_AWS_LABEL_PREFIX}instance-memory": str(instance.memory_gib * 1024),
         KARPENTER_GPU_NAME_LABEL: gpu_name,
-        f"{AWS_LABEL}instance-gpu-manufacturer": "nvidia",
+        f"{KARPENTER_AWS_LABEL_PREFIX}instance-gpu-manufacturer": "nvidia",
         KARPENTER_GPU_COUNT_LABEL: str(instance.gpus),
     }
     scheme = _INSTANCE_TYPE_SCHEME.match(instance.instance_type)
     if scheme:
-        labels[f"{AWS_LABEL}instance-category"] = scheme.group(1)
-        labels[f"{AWS_LABEL}instance-generation"] = scheme.group(3)
+        labels[f"{KARPENTER_AWS_LABEL_PREFIX}instance-category"] = scheme.group(1)
+        labels[f"{KARPENTER_AWS_LABEL_PREFIX}instance-generation"] = scheme.group(3)
     if instance.local_nvme_gb:
-        labels[f"{AWS_LABEL}instance-local-nvme"] = str(instance.local_nvme_gb)
+        labels[f"{KARPENTER_AWS_LABEL_PREFIX}instance-local-nvme"] = str(instance.local_nvme_gb)
     return labels
 
 

@@ -1,5 +1,5 @@
-"""A reference stack up in the simulated cluster with KEDA (tests/e2e/keda.py), Prometheus and the vLLM metrics
-stand-in (tests/e2e/metrics.py): what the autoscaling tests and bench/bench_autoscaling.py share.
+"""A reference stack up in the simulated cluster with KEDA (tests/e2e/harness/keda.py), Prometheus and the vLLM metrics
+stand-in (tests/e2e/harness/metrics.py): what the autoscaling tests and bench/bench_autoscaling.py share.
 
 Time is compressed (``compress=True``, the tests) only through settings the stacks expose: the scrape interval, the
 startup budget (which paces the scale-up policy: one replica per budget) and the HPA's scale-down window. KEDA and the
@@ -16,6 +16,7 @@ from typing import Any
 
 from vllm_pulumi.components.builders.autoscaling import scaled_object_name, served_model_name
 from vllm_pulumi.runtime.planning.plans import ServingPlan
+from vllm_pulumi.runtime.vocabulary import LWS_WORKER_INDEX_LABEL
 
 from .cluster import SimulatedCluster
 from .control_plane import free_port
@@ -129,8 +130,7 @@ def scraped(scaled: Autoscaled) -> None:
     the Prometheus Operator gives it, and the HPA has read the queue through KEDA."""
     plan = scaled.plan
     servers = {pod["metadata"]["name"] for pod in serving_pods(scaled.cluster, plan)
-               if not plan.multi_node or pod["metadata"]["labels"].get(
-                   "leaderworkerset.sigs.k8s.io/worker-index") == "0"}
+               if not plan.multi_node or pod["metadata"]["labels"].get(LWS_WORKER_INDEX_LABEL) == "0"}
 
     def targets() -> bool:
         up = scaled.prometheus.targets_up(plan.spec.name)

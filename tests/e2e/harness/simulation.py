@@ -28,7 +28,7 @@ from vllm_pulumi.runtime.vocabulary import LWS_NAME_LABEL
 from .cluster import SimulatedCluster, pod_ready
 from .engine import copy_project, output_of, run_pulumi, write_stack
 
-CONTEXT = "edge"  # the context name tests/e2e/control_plane.py writes into the kubeconfig
+CONTEXT = "edge"  # the context name tests/e2e/harness/control_plane.py writes into the kubeconfig
 
 
 def stated_nodes(shapes: list[NodeShape]) -> list[dict[str, Any]]:

@@ -35,8 +35,16 @@ from typing import IO, Any, TypeVar
 import yaml
 
 from vllm_pulumi.runtime.planning.nodes import NodeShape
+from vllm_pulumi.runtime.vocabulary import (
+    ARCH_LABEL,
+    GPU_RESOURCE,
+    HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
+    LWS_NAME_LABEL,
+    OS_LABEL,
+)
 
-from ..toolchain import BINARIES, module_dir, pinned_versions
+from tests.toolchain import BINARIES, module_dir, pinned_versions
 from .control_plane import ControlPlane, control_plane, die_with_parent, free_port
 
 CLUSTER_BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "lws-controller")
@@ -46,7 +54,6 @@ POD_CIDR = "198.18.0.0/16"
 # What KWOK reports as every node's InternalIP; nothing dials a kubelet there (no logs, exec or metrics server).
 NODE_IP = "127.0.0.1"
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 # Every wait of the harness polls this often: a condition, never a fixed sleep.
 POLL_SECONDS = 0.2
 START_TIMEOUT_SECONDS = 120
@@ -192,8 +199,8 @@ class SimulatedCluster:
         return self._register([{
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": f"system-{index}", "annotations": {key: value}, "labels": {
-                "kubernetes.io/hostname": f"system-{index}", "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64", "node.kubernetes.io/instance-type": "m6i.2xlarge"}},
+                HOSTNAME_LABEL: f"system-{index}", OS_LABEL: "linux", ARCH_LABEL: "amd64",
+                INSTANCE_TYPE_LABEL: "m6i.2xlarge"}},
             "status": {"capacity": {**resources, "cpu": "8", "memory": "32Gi"}, "allocatable": resources},
         } for index in range(count)])
 
@@ -242,7 +249,7 @@ def node_object(shape: NodeShape, name: str) -> dict[str, Any]:
         "cpu": f"{shape.allocatable_cpu_millicores}m",
         "memory": f"{shape.allocatable_memory_mib}Mi",
         "ephemeral-storage": f"{shape.allocatable_ephemeral_storage_gib}Gi",
-        "nvidia.com/gpu": str(shape.gpus),
+        GPU_RESOURCE: str(shape.gpus),
         "pods": str(shape.max_pods),
     }
     capacity = {
@@ -256,7 +263,7 @@ def node_object(shape: NodeShape, name: str) -> dict[str, Any]:
         "apiVersion": "v1", "kind": "Node",
         "metadata": {
             "name": name,
-            "labels": {**shape.labels, "kubernetes.io/hostname": name},
+            "labels": {**shape.labels, HOSTNAME_LABEL: name},
             "annotations": {key: value},
         },
         "spec": {"taints": [dict(taint) for taint in shape.taints]},

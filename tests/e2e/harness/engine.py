@@ -21,7 +21,7 @@ import yaml
 from vllm_pulumi.components.manifests import load_stack, read_stack_config
 from vllm_pulumi.runtime.planning.pools import gpu_for
 
-from ..toolchain import BINARIES, REPO
+from tests.toolchain import BINARIES, REPO
 from .control_plane import die_with_parent
 
 TOOLS = BINARIES
