@@ -135,10 +135,14 @@ def pin_host_decisions() -> None:
     CpuPlatform.supported_dtypes = property(lambda self: [getattr(torch, name) for name in GPU_SUPPORTED_DTYPES])
 
 
+def host_pinned() -> bool:
+    return os.environ.get(PIN_HOST_ENV, "1") != "0"
+
+
 def prepare_host() -> None:
     if os.environ.get(HOST_CPU_ENV):
         simulate_host_cpu(os.environ[HOST_CPU_ENV])
-    if os.environ.get(PIN_HOST_ENV, "1") != "0":
+    if host_pinned():
         pin_host_decisions()
 
 
@@ -575,7 +579,7 @@ def host_facts() -> dict:
             "avx512_bf16": bool(torch.cpu._is_avx512_bf16_supported()),
             "avx512": bool(torch.cpu._is_avx512_supported()),
             "architecture": Platform.get_cpu_architecture().name,
-            "pinned": os.environ.get(PIN_HOST_ENV, "1") != "0", "host_cpus": list(HOST_CPUS)}
+            "pinned": host_pinned(), "host_cpus": list(HOST_CPUS)}
 
 
 def _answer(request: dict) -> dict:

@@ -94,16 +94,21 @@ def crosscheck_requests(config_root: Path) -> list[dict[str, Any]]:
         for tp, pp, kv in LAYOUTS:
             requests.append({"facts": {"config_dir": str(config_root / catalog_id), "tp": tp, "pp": pp,
                                        "kv_cache_dtype": kv}})
-    for catalog_id, tp, pp, kv, max_model_len, batched, available in KV_CASES:
-        requests.append({"kv_capacity": {
-            "config_dir": str(config_root / catalog_id), "tp": tp, "pp": pp, "kv_cache_dtype": kv,
-            "max_model_len": _kv_max_model_len(catalog_id, max_model_len), "max_num_batched_tokens": batched,
-            "available_memory_bytes": available}})
+    requests += [kv_capacity_request(config_root, case) for case in KV_CASES]
     for stack in ("local", "edge", "prod", "multinode", "karpenter"):
         for plan in plan_deployment(_stack_spec(stack)):
             requests.append({"parse": plan.args})
     requests.append({"parse": EngineSettings(extra_args=[]).to_args("m") + ["--disable-graceful-shutdown"]})
     return requests
+
+
+def kv_capacity_request(config_root: Path, case: tuple[Any, ...]) -> dict[str, Any]:
+    """The probe request of one KV_CASES entry."""
+    catalog_id, tp, pp, kv, max_model_len, batched, available = case
+    return {"kv_capacity": {
+        "config_dir": str(config_root / catalog_id), "tp": tp, "pp": pp, "kv_cache_dtype": kv,
+        "max_model_len": _kv_max_model_len(catalog_id, max_model_len), "max_num_batched_tokens": batched,
+        "available_memory_bytes": available}}
 
 
 def run_probe_batch(python: Path, requests: list[dict[str, Any]],

@@ -18,19 +18,27 @@ from typing import Any
 
 import pytest
 
-from tests.runtime.test_vllm_crosscheck import crosscheck_requests, run_probe_batch, vllm_python
+from tests.runtime.test_vllm_crosscheck import (
+    KV_CASES,
+    crosscheck_requests,
+    kv_capacity_request,
+    run_probe_batch,
+    vllm_python,
+)
 from tests.runtime.test_vllm_differential import _args_from_settings
 from tests.runtime.test_vllm_verdicts import PINNED
-from vllm_pulumi.runtime.facts.gpus import find_gpu
+from vllm_pulumi.runtime.facts.gpus import GIB, find_gpu
 from vllm_pulumi.runtime.facts.model_catalog import CATALOG
 
 pytestmark = pytest.mark.vllm
 
 # The probe's HOST_CPUS (its "host" answer lists them: a CPU added there fails the test until it is run here too).
 HOST_CPUS = ("amx", "avx512-bf16", "avx512", "avx2", "aarch64")
-# The case each host-dependent branch was found on: DeepSeek V3 (MLA) at 32K with 8,192 batched tokens; without AMX
-# the CPU platform raises the batched tokens to max_model_len (so 2 x 32,768 tokens in flight instead of 2 x 8,192).
-KNOWN_HOST_DEPENDENT = {"kv_capacity": {"model": "deepseek-v3", "max_model_len": 32768, "max_num_batched_tokens": 8192}}
+# The case each host-dependent branch was found on, one of the cross-check's KV cases: DeepSeek V3 (MLA) at 32K with
+# 8,192 batched tokens; without AMX the CPU platform raises the batched tokens to max_model_len (so 2 x 32,768 tokens
+# in flight instead of 2 x 8,192).
+KNOWN_HOST_DEPENDENT = ("deepseek-v3", 1, 1, "auto", 32768, 8192, 20 * GIB)
+assert KNOWN_HOST_DEPENDENT in KV_CASES
 
 
 def _engine_grid() -> list[dict[str, Any]]:
@@ -70,14 +78,6 @@ def _answers_by_host(python: Path, requests: list[dict[str, Any]], pinned: bool,
         return dict(zip(hosts, pool.map(run, hosts)))
 
 
-def _known_case(config_root: Path) -> dict[str, Any]:
-    case = KNOWN_HOST_DEPENDENT["kv_capacity"]
-    return {"kv_capacity": {"config_dir": str(config_root / case["model"]), "tp": 1, "pp": 1,
-                            "kv_cache_dtype": "auto", "max_model_len": case["max_model_len"],
-                            "max_num_batched_tokens": case["max_num_batched_tokens"],
-                            "available_memory_bytes": 20 << 30}}
-
-
 def _differences(reference: list[dict[str, Any]], other: list[dict[str, Any]],
                  requests: list[dict[str, Any]]) -> list[str]:
     return [f"{json.dumps(request)[:200]}\n    {json.dumps(a)[:300]}\n != {json.dumps(b)[:300]}"
@@ -86,7 +86,7 @@ def _differences(reference: list[dict[str, Any]], other: list[dict[str, Any]],
 
 def test_every_answer_is_the_same_on_every_host_cpu(tmp_path: Path) -> None:
     python = vllm_python()
-    requests = crosscheck_requests(tmp_path) + _engine_requests(tmp_path) + [_known_case(tmp_path)]
+    requests = crosscheck_requests(tmp_path) + _engine_requests(tmp_path)
     answers = _answers_by_host(python, requests, pinned=True)
     for host, host_answers in answers.items():
         seen = host_answers[0]
@@ -109,7 +109,7 @@ def test_without_the_pin_the_host_cpu_decides_the_known_case(tmp_path: Path) -> 
     look for the branch's successor in vllm/platforms/cpu.py before dropping the case."""
     python = vllm_python()
     crosscheck_requests(tmp_path)  # writes the model configs
-    request = [_known_case(tmp_path)]
+    request = [kv_capacity_request(tmp_path, KNOWN_HOST_DEPENDENT)]
     answers = _answers_by_host(python, request, pinned=False, hosts=("amx", "avx512-bf16"))
     with_amx, without_amx = answers["amx"][1], answers["avx512-bf16"][1]
     assert with_amx["max_in_flight_tokens"] == 2 * 8192, with_amx
